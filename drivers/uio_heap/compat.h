@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel API differences uio-heap builds across (Debian 6.1 to mainline).
+ *
+ * HAVE_* come from build-time probes (conftest/, run by the top Makefile
+ * against the kernel being built for), never from version numbers, so that
+ * distribution backports are handled too.  Each shim names the upstream
+ * release that changed the API.
+ */
+#ifndef _UIO_HEAP_COMPAT_H
+#define _UIO_HEAP_COMPAT_H
+
+#include <linux/mm.h>
+#include <linux/module.h>
+
+#include "conftest.h"
+
+/*
+ * v6.2: class ->devnode() takes a const struct device ("driver core:
+ * make struct class.devnode() take a const *").
+ */
+#ifdef HAVE_CLASS_DEVNODE_CONST_DEV
+#define UIO_HEAP_CLASS_DEV const struct device
+#else
+#define UIO_HEAP_CLASS_DEV struct device
+#endif
+
+/*
+ * v6.3: vma->vm_flags became read-only, written through vm_flags_set()
+ * ("mm: introduce vma->vm_flags wrapper functions").
+ */
+#ifndef HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+#endif
+
+/*
+ * v6.13: MODULE_IMPORT_NS() takes a string literal ("module: Convert
+ * symbol namespace to string literal").  The MODULE_INFO() form below is
+ * what every version expands to, so it builds everywhere.
+ */
+#define UIO_HEAP_IMPORT_NS(ns)	MODULE_INFO(import_ns, ns)
+
+/*
+ * struct dma_buf_ops::get_dma_addr exists only in kernels carrying
+ * uio-heap's dma-buf core patches (drivers/dma-buf/patches/):
+ * HAVE_DMA_BUF_OPS_GET_DMA_ADDR is set by the probe when it does.
+ */
+
+#endif /* _UIO_HEAP_COMPAT_H */

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The heap nodes: /dev/dma_heap/uioN and /sys/class/uio_heap/uioN.
+ *
+ * DMA_HEAP_IOCTL_ALLOC is handled exactly as drivers/dma-buf/dma-heap.c
+ * does it, so that dma-heap users (libdmabufheap, GStreamer, ...) work
+ * unchanged; UIO_HEAP_IOCTL_GET_DMA_ADDR tells the address of a buffer.
+ */
+#include <linux/dma-buf.h>
+#include <linux/dma-heap.h>
+#include <linux/dma-mapping.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/iommu.h>
+#include <linux/kernel.h>
+#include <linux/nospec.h>
+#include <linux/pci.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <uapi/linux/dma-heap.h>
+
+#include <linux/uio_heap.h>
+
+#include "compat.h"
+#include "uio_heap.h"
+
+static LIST_HEAD(uio_heap_list);
+static DEFINE_MUTEX(uio_heap_list_lock);
+
+static struct uio_heap *to_uio_heap(struct device *dev)
+{
+	return container_of(dev, struct uio_heap, dev);
+}
+
+static int uio_heap_open(struct inode *inode, struct file *file)
+{
+	struct uio_heap *heap = container_of(inode->i_cdev, struct uio_heap,
+					     cdev);
+
+	file->private_data = heap;
+	return nonseekable_open(inode, file);
+}
+
+/* dma_heap_ioctl_allocate(): the same checks, in the same order. */
+static struct dma_buf *uio_heap_ioctl_allocate(struct uio_heap *heap,
+					       struct dma_heap_allocation_data *data)
+{
+	struct dma_buf *dmabuf;
+	size_t len;
+	int fd;
+
+	if (data->fd)
+		return ERR_PTR(-EINVAL);
+	if (data->fd_flags & ~DMA_HEAP_VALID_FD_FLAGS)
+		return ERR_PTR(-EINVAL);
+	if (data->heap_flags & ~DMA_HEAP_VALID_HEAP_FLAGS)
+		return ERR_PTR(-EINVAL);
+
+	/* A len whose rounding overflows becomes 0 here, as in the core. */
+	len = PAGE_ALIGN(data->len);
+	if (!len)
+		return ERR_PTR(-EINVAL);
+
+	dmabuf = uio_heap_buffer_alloc(heap, len, data->fd_flags);
+	if (IS_ERR(dmabuf))
+		return dmabuf;
+
+	fd = get_unused_fd_flags(data->fd_flags);
+	if (fd < 0) {
+		dma_buf_put(dmabuf);
+		return ERR_PTR(fd);
+	}
+	data->fd = fd;
+	return dmabuf;
+}
+
+/*
+ * dma_heap_ioctl(): an older (smaller) or newer (larger) struct than ours
+ * is accepted, missing fields read as zero, the direction bits of the
+ * caller's command decide what is copied in and out, and the fd is
+ * installed only once the result has reached userspace.
+ */
+static long uio_heap_ioctl_alloc(struct uio_heap *heap, unsigned int ucmd,
+				 unsigned long arg)
+{
+	const unsigned int kcmd = DMA_HEAP_IOCTL_ALLOC;
+	unsigned int in_size, out_size, ksize;
+	char stack_kdata[128] __aligned(8);
+	char *kdata = stack_kdata;
+	struct dma_buf *dmabuf;
+	long ret = 0;
+	int fd;
+
+	out_size = _IOC_SIZE(ucmd);
+	in_size = out_size;
+	if ((ucmd & kcmd & IOC_IN) == 0)
+		in_size = 0;
+	if ((ucmd & kcmd & IOC_OUT) == 0)
+		out_size = 0;
+	ksize = max3(in_size, out_size, (unsigned int)_IOC_SIZE(kcmd));
+
+	if (ksize > sizeof(stack_kdata)) {
+		kdata = kmalloc(ksize, GFP_KERNEL);
+		if (!kdata)
+			return -ENOMEM;
+	}
+
+	if (copy_from_user(kdata, (void __user *)arg, in_size)) {
+		ret = -EFAULT;
+		goto free_kdata;
+	}
+	if (ksize > in_size)
+		memset(kdata + in_size, 0, ksize - in_size);
+
+	dmabuf = uio_heap_ioctl_allocate(heap, (void *)kdata);
+	if (IS_ERR(dmabuf)) {
+		ret = PTR_ERR(dmabuf);
+		goto free_kdata;
+	}
+
+	fd = ((struct dma_heap_allocation_data *)kdata)->fd;
+	if (copy_to_user((void __user *)arg, kdata, out_size)) {
+		put_unused_fd(fd);
+		dma_buf_put(dmabuf);
+		ret = -EFAULT;
+	} else {
+		fd_install(fd, dmabuf->file);
+	}
+
+free_kdata:
+	if (kdata != stack_kdata)
+		kfree(kdata);
+	return ret;
+}
+
+static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
+					void __user *uarg)
+{
+	struct uio_heap_dma_addr arg;
+	struct uio_heap_buffer *buf;
+	u64 addr;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~UIO_HEAP_VALID_ADDR_FLAGS)
+		return -EINVAL;
+
+	buf = uio_heap_buffer_get(heap, arg.fd);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	ret = uio_heap_buffer_dma_addr(buf, &addr);
+	dma_buf_put(buf->dmabuf);
+	if (ret)
+		return ret;
+
+	arg.dma_addr = addr;
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
+		return -EFAULT;
+	return 0;
+}
+
+static long uio_heap_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
+{
+	struct uio_heap *heap = file->private_data;
+
+	if (cmd == UIO_HEAP_IOCTL_GET_DMA_ADDR)
+		return uio_heap_ioctl_get_dma_addr(heap, (void __user *)arg);
+
+	/*
+	 * Everything else goes the dma-heap core's way: it looks commands up
+	 * by number alone, so nr 0 is ALLOC whatever its size and any other
+	 * number is -EINVAL.
+	 */
+	if (_IOC_NR(cmd) != _IOC_NR(DMA_HEAP_IOCTL_ALLOC))
+		return -EINVAL;
+	return uio_heap_ioctl_alloc(heap, cmd, arg);
+}
+
+static const struct file_operations uio_heap_fops = {
+	.owner = THIS_MODULE,
+	.open = uio_heap_open,
+	.unlocked_ioctl = uio_heap_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+/* sysfs: /sys/class/uio_heap/uioN/ */
+
+static ssize_t dma_mask_bits_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	ssize_t ret;
+
+	down_read(&heap->sem);
+	if (heap->dead)
+		ret = -ENODEV;
+	else
+		ret = sysfs_emit(buf, "%d\n",
+				 fls64(heap->dma_dev->coherent_dma_mask));
+	up_read(&heap->sem);
+	return ret;
+}
+
+/*
+ * The mask is the user's statement of what the hardware can address: the
+ * kernel driver (uio_pci_generic) cannot know it.  It is set on the DMA
+ * device as its coherent mask, used by later allocations only, and put
+ * back as it was when the heap goes.
+ */
+static ssize_t dma_mask_bits_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	unsigned int bits;
+	int ret;
+
+	ret = kstrtouint(buf, 0, &bits);
+	if (ret)
+		return ret;
+	if (bits < PAGE_SHIFT || bits > 64)
+		return -EINVAL;
+
+	down_write(&heap->sem);
+	if (heap->dead) {
+		ret = -ENODEV;
+	} else {
+		ret = dma_set_coherent_mask(heap->dma_dev, DMA_BIT_MASK(bits));
+		if (!ret)
+			heap->mask_changed = true;
+	}
+	up_write(&heap->sem);
+	return ret ? ret : count;
+}
+static DEVICE_ATTR_RW(dma_mask_bits);
+
+static ssize_t max_bytes_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	u64 val;
+
+	spin_lock(&heap->lock);
+	val = heap->max_bytes;
+	spin_unlock(&heap->lock);
+	return sysfs_emit(buf, "%llu\n", val);
+}
+
+/* Lowering the limit below what is allocated only stops new buffers. */
+static ssize_t max_bytes_store(struct device *dev,
+			       struct device_attribute *attr,
+			       const char *buf, size_t count)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	u64 val;
+	int ret;
+
+	ret = kstrtou64(buf, 0, &val);
+	if (ret)
+		return ret;
+
+	spin_lock(&heap->lock);
+	heap->max_bytes = val;
+	spin_unlock(&heap->lock);
+	return count;
+}
+static DEVICE_ATTR_RW(max_bytes);
+
+static ssize_t allocated_bytes_show(struct device *dev,
+				    struct device_attribute *attr, char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	u64 val;
+
+	spin_lock(&heap->lock);
+	val = heap->allocated_bytes;
+	spin_unlock(&heap->lock);
+	return sysfs_emit(buf, "%llu\n", val);
+}
+static DEVICE_ATTR_RO(allocated_bytes);
+
+static ssize_t buffers_show(struct device *dev,
+			    struct device_attribute *attr, char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	unsigned int val;
+
+	spin_lock(&heap->lock);
+	val = heap->nr_buffers;
+	spin_unlock(&heap->lock);
+	return sysfs_emit(buf, "%u\n", val);
+}
+static DEVICE_ATTR_RO(buffers);
+
+static struct attribute *uio_heap_attrs[] = {
+	&dev_attr_dma_mask_bits.attr,
+	&dev_attr_max_bytes.attr,
+	&dev_attr_allocated_bytes.attr,
+	&dev_attr_buffers.attr,
+	NULL
+};
+ATTRIBUTE_GROUPS(uio_heap);
+
+static void uio_heap_release(struct device *dev)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+
+	put_device(heap->uio_dev);
+	put_device(heap->dma_dev);
+	uio_heap_minor_put(heap->dev.devt);
+	kfree(heap);
+}
+
+/*
+ * In lazy (flush-queue) mode an IOVA freed on the CPU side stays reachable
+ * by the device until the IOTLB is flushed in a batch.  Userspace programs
+ * this device directly, so say so; Documentation/ recommends iommu.strict=1.
+ */
+static void uio_heap_check_iommu(struct uio_heap *heap)
+{
+	struct iommu_domain *domain = iommu_get_domain_for_dev(heap->dma_dev);
+
+	if (domain && domain->type == IOMMU_DOMAIN_DMA_FQ)
+		dev_notice(&heap->dev,
+			   "IOMMU in lazy mode: boot with iommu.strict=1 so that freed buffers are unmapped at once\n");
+}
+
+static struct uio_heap *uio_heap_find(struct device *uio_dev)
+{
+	struct uio_heap *heap;
+
+	lockdep_assert_held(&uio_heap_list_lock);
+	list_for_each_entry(heap, &uio_heap_list, node)
+		if (heap->uio_dev == uio_dev)
+			return heap;
+	return NULL;
+}
+
+/**
+ * uio_heap_create() - create the heap of a UIO device
+ * @dma_dev:	the device that does the DMA: the UIO device's parent
+ * @uio_dev:	the UIO class device, whose name the heap takes
+ *
+ * Context: process context, the device lock of @dma_dev held.
+ * Return: 0 if the heap exists (also when it existed already), or an errno.
+ */
+int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
+{
+	struct uio_heap *heap;
+	int ret = 0;
+
+	mutex_lock(&uio_heap_list_lock);
+	if (uio_heap_find(uio_dev))
+		goto unlock;
+
+	heap = kzalloc(sizeof(*heap), GFP_KERNEL);
+	if (!heap) {
+		ret = -ENOMEM;
+		goto unlock;
+	}
+
+	ret = uio_heap_minor_get(&heap->dev.devt);
+	if (ret) {
+		kfree(heap);
+		goto unlock;
+	}
+
+	heap->dma_dev = get_device(dma_dev);
+	heap->uio_dev = get_device(uio_dev);
+	heap->orig_mask = dma_dev->coherent_dma_mask;
+	init_rwsem(&heap->sem);
+	spin_lock_init(&heap->lock);
+	INIT_LIST_HEAD(&heap->buffers);
+
+	/* From here on, put_device() frees everything. */
+	device_initialize(&heap->dev);
+	heap->dev.class = &uio_heap_class;
+	heap->dev.parent = dma_dev;
+	heap->dev.groups = uio_heap_groups;
+	heap->dev.release = uio_heap_release;
+	ret = dev_set_name(&heap->dev, "%s", dev_name(uio_dev));
+	if (ret)
+		goto put_heap;
+
+	cdev_init(&heap->cdev, &uio_heap_fops);
+	heap->cdev.owner = THIS_MODULE;
+	ret = cdev_device_add(&heap->cdev, &heap->dev);
+	if (ret)
+		goto put_heap;
+
+	list_add_tail(&heap->node, &uio_heap_list);
+	uio_heap_check_iommu(heap);
+	dev_dbg(&heap->dev, "heap for %s\n", dev_name(dma_dev));
+	goto unlock;
+
+put_heap:
+	put_device(&heap->dev);
+unlock:
+	mutex_unlock(&uio_heap_list_lock);
+	return ret;
+}
+
+/*
+ * Takes the heap away: no new opens or allocations, every buffer revoked
+ * while @heap->dma_dev is still bound and present.  Open files keep the
+ * struct alive (through the cdev's reference to @heap->dev) and see -ENODEV.
+ */
+static void uio_heap_destroy(struct uio_heap *heap)
+{
+	lockdep_assert_held(&uio_heap_list_lock);
+
+	list_del(&heap->node);
+	cdev_device_del(&heap->cdev, &heap->dev);
+
+	down_write(&heap->sem);
+	heap->dead = true;
+	uio_heap_revoke_buffers(heap);
+	if (heap->mask_changed)
+		dma_set_coherent_mask(heap->dma_dev, heap->orig_mask);
+	up_write(&heap->sem);
+
+	put_device(&heap->dev);
+}
+
+/**
+ * uio_heap_remove_for() - remove the heaps whose buffers @dma_dev owns
+ * @dma_dev:	a device about to be unbound from its driver
+ *
+ * Context: process context, the device lock of @dma_dev held.
+ */
+void uio_heap_remove_for(struct device *dma_dev)
+{
+	struct uio_heap *heap, *tmp;
+
+	mutex_lock(&uio_heap_list_lock);
+	list_for_each_entry_safe(heap, tmp, &uio_heap_list, node)
+		if (heap->dma_dev == dma_dev)
+			uio_heap_destroy(heap);
+	mutex_unlock(&uio_heap_list_lock);
+}
+
+/**
+ * uio_heap_remove_all() - remove every heap, on module unload
+ */
+void uio_heap_remove_all(void)
+{
+	struct uio_heap *heap, *tmp;
+
+	mutex_lock(&uio_heap_list_lock);
+	list_for_each_entry_safe(heap, tmp, &uio_heap_list, node)
+		uio_heap_destroy(heap);
+	mutex_unlock(&uio_heap_list_lock);
+}

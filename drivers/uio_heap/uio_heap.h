@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * uio-heap internals: one DMA heap per UIO device, allocating for the
+ * device that really does the DMA (the UIO device's parent).
+ */
+#ifndef _UIO_HEAP_H
+#define _UIO_HEAP_H
+
+#include <linux/cdev.h>
+#include <linux/device.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/rwsem.h>
+#include <linux/scatterlist.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+struct dma_buf;
+
+/**
+ * struct uio_heap - a DMA heap bound to one UIO device
+ * @dev:		class device, /sys/class/uio_heap/uioN, devnode dma_heap/uioN
+ * @cdev:		the heap node's character device
+ * @dma_dev:		the device doing DMA (the UIO device's parent); referenced
+ * @uio_dev:		the UIO class device the heap is named after; referenced
+ * @node:		entry in the list of live heaps, under uio_heap_list_lock
+ * @sem:		held for reading while @dma_dev is used (allocate, free,
+ *			fault, mmap), for writing to revoke or change the mask
+ * @dead:		@dma_dev is gone or going; set under @sem held for writing
+ * @orig_mask:		@dma_dev's coherent mask when the heap was created
+ * @mask_changed:	@orig_mask must be restored when the heap goes
+ * @lock:		protects @buffers and the counters below
+ * @buffers:		live buffers of this heap
+ * @allocated_bytes:	sum of the sizes of @buffers (and of reservations)
+ * @nr_buffers:		number of @buffers
+ * @max_bytes:		limit for @allocated_bytes, 0 for none
+ */
+struct uio_heap {
+	struct device dev;
+	struct cdev cdev;
+	struct device *dma_dev;
+	struct device *uio_dev;
+	struct list_head node;
+
+	struct rw_semaphore sem;
+	bool dead;
+	u64 orig_mask;
+	bool mask_changed;
+
+	spinlock_t lock;		/* @buffers, counters */
+	struct list_head buffers;
+	u64 allocated_bytes;
+	unsigned int nr_buffers;
+	u64 max_bytes;
+};
+
+/**
+ * struct uio_heap_buffer - one coherent DMA allocation exported as a dma-buf
+ * @heap:		heap it came from; a reference to @heap->dev is held
+ * @node:		entry in @heap->buffers, under @heap->lock
+ * @dmabuf:		the exported dma-buf
+ * @size:		size in bytes, a multiple of PAGE_SIZE
+ * @vaddr:		kernel address from dma_alloc_coherent()
+ * @dma_addr:		address of the buffer for @heap->dma_dev
+ * @sgt:		the pages backing the buffer, for importers
+ * @lock:		protects @attachments, @map_count, @vmap_count, @revoked
+ * @attachments:	attachments of importers
+ * @map_count:		attachments currently mapped by their importer
+ * @vmap_count:		outstanding kernel mappings (vmap)
+ * @revoked:		memory taken away because the device went; set with
+ *			@heap->sem held for writing and @lock held
+ * @quarantined:	revoked while an importer or vmap still used the memory:
+ *			it is never given back (see Documentation/)
+ */
+struct uio_heap_buffer {
+	struct uio_heap *heap;
+	struct list_head node;
+	struct dma_buf *dmabuf;
+	size_t size;
+	void *vaddr;
+	dma_addr_t dma_addr;
+	struct sg_table sgt;
+
+	struct mutex lock;		/* attachments, counts, flags */
+	struct list_head attachments;
+	unsigned int map_count;
+	unsigned int vmap_count;
+	bool revoked;
+	bool quarantined;
+};
+
+/* main.c */
+extern struct class uio_heap_class;
+int uio_heap_minor_get(dev_t *devt);
+void uio_heap_minor_put(dev_t devt);
+
+/* heap.c */
+int uio_heap_create(struct device *dma_dev, struct device *uio_dev);
+void uio_heap_remove_for(struct device *dma_dev);
+void uio_heap_remove_all(void);
+
+/* buffer.c */
+struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
+				      u32 fd_flags);
+struct uio_heap_buffer *uio_heap_buffer_get(struct uio_heap *heap, int fd);
+int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr);
+void uio_heap_revoke_buffers(struct uio_heap *heap);
+bool uio_heap_is_buffer(const struct dma_buf *dmabuf);
+extern atomic_long_t uio_heap_quarantined_bytes;
+
+/* discover.c */
+int uio_heap_discover_init(void);
+void uio_heap_discover_exit(void);
+
+#endif /* _UIO_HEAP_H */

@@ -1,0 +1,115 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# /init of the uio-heap test initramfs (busybox sh, runs as PID 1).
+# Loads the in-tree modules, binds QEMU edu devices to uio_pci_generic,
+# runs /payload/run.sh between markers, dumps dmesg, powers off.
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
+
+log() { echo "uioheap-init: $*"; }
+
+mount_fs() {
+	mount -t proc proc /proc
+	mount -t sysfs sysfs /sys
+	mount -t devtmpfs devtmpfs /dev
+	mount -t debugfs debugfs /sys/kernel/debug
+	mount -t tmpfs tmpfs /tmp
+	mount -t tmpfs tmpfs /run
+	mkdir -p /dev/shm /dev/pts
+	mount -t tmpfs tmpfs /dev/shm
+	mount -t devpts devpts /dev/pts
+}
+
+# uioheap.args=key=val,key2=a+b  ->  UIOHEAP_KEY=val UIOHEAP_KEY2="a b"
+parse_args() {
+	local w kv key val
+	for w in $(cat /proc/cmdline); do
+		case $w in uioheap.args=*) ;; *) continue ;; esac
+		local IFS=,
+		for kv in ${w#uioheap.args=}; do
+			key=$(echo "${kv%%=*}" | tr a-z- A-Z_)
+			val=$(echo "${kv#*=}" | tr + ' ')
+			case $key in *[!A-Z0-9_]*|'') log "bad arg '$kv'"; continue ;; esac
+			export "UIOHEAP_$key=$val"
+		done
+	done
+}
+
+load_modules() {
+	local m
+	while read -r m; do
+		insmod "$m" || log "insmod $m failed"
+	done </lib/modules/load-order.txt
+}
+
+is_edu() {
+	[ "$(cat "$1/vendor")" = 0x1234 ] && [ "$(cat "$1/device")" = 0x11e8 ]
+}
+
+# Bind all edu devices to uio_pci_generic; wait up to 5 s for the binding.
+bind_edu() {
+	local d n all
+	echo "1234 11e8" >/sys/bus/pci/drivers/uio_pci_generic/new_id ||
+		log "new_id write failed"
+	for n in $(seq 50); do
+		all=1
+		for d in /sys/bus/pci/devices/*; do
+			is_edu "$d" && [ ! -e "$d/driver" ] && all=0
+		done
+		[ $all = 1 ] && return 0
+		usleep 100000
+	done
+	log "timeout binding edu devices to uio_pci_generic"
+}
+
+# uioN names of the given PCI addresses (space separated in, out).
+uio_of() {
+	local bdf u out=
+	for bdf in "$@"; do
+		for u in /sys/bus/pci/devices/$bdf/uio/uio*; do
+			[ -e "$u" ] && out="$out ${u##*/}"
+		done
+	done
+	echo ${out# }
+}
+
+export_env() {
+	local d edu= iommu=off
+	for d in /sys/bus/pci/devices/*; do
+		is_edu "$d" || continue
+		edu="$edu ${d##*/}"
+		[ -e "$d/iommu_group" ] && iommu=on
+	done
+	if [ -n "${UIOHEAP_IOMMU:-}" ] && [ "$UIOHEAP_IOMMU" != $iommu ]; then
+		log "WARNING: IOMMU requested ${UIOHEAP_IOMMU}, detected $iommu"
+	fi
+	export UIOHEAP_IOMMU=$iommu UIOHEAP_KVER=$(uname -r)
+	export UIOHEAP_EDU="${edu# }" UIOHEAP_EDU_UIO="$(uio_of $edu)"
+	export UIOHEAP_EDU28_UIO="$(uio_of ${UIOHEAP_EDU28:-})"
+	export UIOHEAP_EDU64_UIO="$(uio_of ${UIOHEAP_EDU64:-})"
+	env | grep '^UIOHEAP_' | sort | sed 's/^/uioheap-init: /'
+}
+
+run_payload() {
+	local rc
+	log "payload starts at uptime $(cut -d' ' -f1 /proc/uptime)s"
+	echo "@@PAYLOAD-BEGIN@@"
+	cd /payload
+	if [ -x run.sh ]; then ./run.sh; else sh run.sh; fi </dev/null 2>&1
+	rc=$?
+	cd /
+	echo "@@PAYLOAD-END rc=$rc@@"
+}
+
+mount_fs
+dmesg -n 1   # keep printk off the console; the payload reads dmesg itself
+parse_args
+load_modules
+bind_edu
+export_env
+run_payload
+echo "@@DMESG-BEGIN@@"
+dmesg
+echo "@@DMESG-END@@"
+sync
+poweroff -f

@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot a kernel + initramfs (from mkinitramfs.sh) in QEMU/TCG with edu DMA
+# devices, optionally behind an emulated Intel IOMMU.  The whole serial
+# console goes to --log; stdout gets only the payload's output.
+# Exit: payload rc; 124 = VM timed out, 125 = VM ended without payload end.
+set -euo pipefail
+
+usage() {
+	cat >&2 <<EOF
+usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
+       --log FILE [--mem 2G] [--smp 2] [--edu N] [--append "extra cmdline"]
+
+  --edu N     number of edu devices (default and minimum 2): 0000:00:10.0 has
+              the default 28-bit DMA mask, 0000:00:11.0 ... are 64-bit
+  --append    extra kernel command line (e.g. iommu.strict=1)
+EOF
+	exit 2
+}
+
+die() { echo "${0##*/}: $*" >&2; exit "${2:-2}"; }
+
+kernel= initrd= iommu= tmo= log= mem=2G smp=2 nedu=2 append=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernel=${2:?}; shift 2 ;;
+	--initrd) initrd=${2:?}; shift 2 ;;
+	--iommu) iommu=${2:?}; shift 2 ;;
+	--timeout) tmo=${2:?}; shift 2 ;;
+	--log) log=${2:?}; shift 2 ;;
+	--mem) mem=${2:?}; shift 2 ;;
+	--smp) smp=${2:?}; shift 2 ;;
+	--edu) nedu=${2:?}; shift 2 ;;
+	--append) append=${2?}; shift 2 ;;
+	-h|--help) usage ;;
+	*) echo "unknown argument: $1" >&2; usage ;;
+	esac
+done
+[ -n "$kernel" ] && [ -n "$initrd" ] && [ -n "$tmo" ] && [ -n "$log" ] || usage
+case $iommu in on|off) ;; *) usage ;; esac
+[ "$nedu" -ge 2 ] 2>/dev/null || die "--edu must be >= 2"
+[ -r "$kernel" ] || die "cannot read kernel $kernel"
+[ -r "$initrd" ] || die "cannot read initrd $initrd"
+
+qemu=(qemu-system-x86_64 -M q35 -accel tcg -cpu max -m "$mem" -smp "$smp"
+	-nodefaults -nographic -no-reboot -monitor none
+	-chardev "file,id=con0,path=$log" -serial chardev:con0
+	-kernel "$kernel" -initrd "$initrd")
+cmdline="console=ttyS0 panic=-1"
+# intel-iommu must come before the PCI devices it translates for.
+if [ "$iommu" = on ]; then
+	qemu+=(-device intel-iommu,intremap=off)
+	cmdline+=" intel_iommu=on"
+else
+	cmdline+=" intel_iommu=off"
+fi
+qemu+=(-device edu,addr=0x10)
+edu64=
+for ((i = 1; i < nedu; i++)); do
+	slot=$(printf '%02x' $((0x10 + i)))
+	qemu+=(-device "edu,addr=0x$slot,dma_mask=0xffffffffffffffff")
+	edu64+="${edu64:++}0000:00:$slot.0"
+done
+cmdline+=" uioheap.args=iommu=$iommu,edu28=0000:00:10.0,edu64=$edu64 $append"
+qemu+=(-append "$cmdline")
+
+qout=$(mktemp)
+trap 'rm -f "$qout"' EXIT
+: >"$log"
+start=$(date +%s)
+qrc=0
+timeout --kill-after=10 "$tmo" "${qemu[@]}" </dev/null >"$qout" 2>&1 || qrc=$?
+elapsed=$(($(date +%s) - start))
+# Payload lines go to stdout; the payload rc is the awk exit status
+# (200 = no begin marker, 201 = no end marker).
+prc=0
+tr -d '\r' <"$log" | awk '
+	done { next }
+	!inside && /@@PAYLOAD-BEGIN@@/ { inside = 1; next }
+	inside && match($0, /@@PAYLOAD-END rc=[0-9]+@@/) {
+		if (RSTART > 1) print substr($0, 1, RSTART - 1)
+		rc = substr($0, RSTART + 17, RLENGTH - 19); done = 1; next
+	}
+	inside { print }
+	END { exit done ? rc : (inside ? 201 : 200) }' || prc=$?
+# QEMU's own stdout/stderr (e.g. edu "clamping DMA" notes) go to the log end.
+if [ -s "$qout" ]; then
+	{ echo "@@QEMU-OUTPUT@@"; cat "$qout"; } >>"$log"
+fi
+
+fail() {
+	echo "${0##*/}: FAIL: $1 (qemu rc=$qrc, ${elapsed}s); console log: $log" >&2
+	tail -n 20 "$log" | sed 's/^/  | /' >&2
+	exit "$2"
+}
+if [ $prc -ge 200 ]; then
+	msg="VM ended without @@PAYLOAD-END@@"
+	[ $prc = 200 ] && msg="VM never reached the payload"
+	case $qrc in 124|137) fail "timeout after ${tmo}s: $msg" 124 ;; esac
+	fail "$msg" 125
+fi
+[ $qrc = 0 ] || echo "${0##*/}: warning: qemu rc=$qrc after payload end" >&2
+echo "${0##*/}: payload rc=$prc in ${elapsed}s" >&2
+exit $prc
