@@ -7,6 +7,7 @@
  */
 #include <linux/idr.h>
 #include <linux/kdev_t.h>
+#include <linux/moduleparam.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 
@@ -16,6 +17,19 @@
 #define UIO_HEAP_MINORS	256
 
 static dev_t uio_heap_devt;
+
+static int uio_heap_quarantined_get(char *buffer, const struct kernel_param *kp)
+{
+	return scnprintf(buffer, PAGE_SIZE, "%ld\n",
+			 atomic_long_read(&uio_heap_quarantined_bytes));
+}
+
+static const struct kernel_param_ops uio_heap_quarantined_ops = {
+	.get = uio_heap_quarantined_get,
+};
+module_param_cb(quarantined_bytes, &uio_heap_quarantined_ops, NULL, 0444);
+MODULE_PARM_DESC(quarantined_bytes,
+		 "Bytes never returned because an importer still used them when their device went");
 static DEFINE_IDA(uio_heap_minors);
 
 static char *uio_heap_devnode(UIO_HEAP_CLASS_DEV *dev, umode_t *mode)

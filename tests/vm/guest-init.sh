@@ -1,5 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=dash disable=SC2086,SC2046,SC2155,SC2013
 #
 # /init of the uio-heap test initramfs (busybox sh, runs as PID 1).
 # Loads the in-tree modules, binds QEMU edu devices to uio_pci_generic,
@@ -48,10 +49,10 @@ is_edu() {
 
 # Bind all edu devices to uio_pci_generic; wait up to 5 s for the binding.
 bind_edu() {
-	local d n all
+	local d all
 	echo "1234 11e8" >/sys/bus/pci/drivers/uio_pci_generic/new_id ||
 		log "new_id write failed"
-	for n in $(seq 50); do
+	for _ in $(seq 50); do
 		all=1
 		for d in /sys/bus/pci/devices/*; do
 			is_edu "$d" && [ ! -e "$d/driver" ] && all=0
@@ -64,9 +65,9 @@ bind_edu() {
 
 # uioN names of the given PCI addresses (space separated in, out).
 uio_of() {
-	local bdf u out=
+	local bdf u out=''
 	for bdf in "$@"; do
-		for u in /sys/bus/pci/devices/$bdf/uio/uio*; do
+		for u in /sys/bus/pci/devices/"$bdf"/uio/uio*; do
 			[ -e "$u" ] && out="$out ${u##*/}"
 		done
 	done
@@ -74,7 +75,7 @@ uio_of() {
 }
 
 export_env() {
-	local d edu= iommu=off
+	local d edu='' iommu=off
 	for d in /sys/bus/pci/devices/*; do
 		is_edu "$d" || continue
 		edu="$edu ${d##*/}"
@@ -94,7 +95,7 @@ run_payload() {
 	local rc
 	log "payload starts at uptime $(cut -d' ' -f1 /proc/uptime)s"
 	echo "@@PAYLOAD-BEGIN@@"
-	cd /payload
+	cd /payload || return
 	if [ -x run.sh ]; then ./run.sh; else sh run.sh; fi </dev/null 2>&1
 	rc=$?
 	cd /

@@ -26,7 +26,7 @@ EOF
 
 die() { echo "${0##*/}: $*" >&2; exit 1; }
 
-kver= out= payload= moddir=
+kver='' out='' payload='' moddir=''
 kos=() kmods=(uio uio_pci_generic)
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
 done
-[ -n "$kver" ] && [ -n "$out" ] && [ -n "$payload" ] || usage
+{ [ -n "$kver" ] && [ -n "$out" ] && [ -n "$payload" ]; } || usage
 moddir=${moddir:-/lib/modules/$kver}
 [ -f "$moddir/modules.dep" ] || die "no modules.dep in $moddir"
 [ -f "$payload/run.sh" ] || die "payload $payload has no run.sh"
@@ -123,6 +123,7 @@ for m in "${kmods[@]}"; do
 	add_module "$rel"
 done
 
+chmod 755 "$root"
 mkdir -p "$root"/{proc,sys,dev,tmp,run,mnt,root,lib/modules/extra}
 mknod -m 600 "$root/dev/console" c 5 1
 mknod -m 666 "$root/dev/null" c 1 3

@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# Shared by check.sh, demo.sh and bench.sh: where things are, which stock
+# kernels there are, and how to build the module and boot a VM payload.
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Expensive results outside the work tree, keyed by their inputs.
+cache=${UIOHEAP_CACHE:-/var/cache/uio-heap}
+out=${UIOHEAP_OUT:-$top/build}
+mkdir -p "$cache" "$out"
+
+log() { printf '== %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# The release of the kernel a Debian metapackage points at.
+kver_of() {
+	dpkg-query -W -f='${Depends}' "$1" 2>/dev/null |
+		sed -n 's/^linux-image-\([^ ,]*\).*/\1/p'
+}
+
+stock_kernels() {
+	local k
+	for k in $(kver_of linux-image-amd64) $(kver_of linux-image-6.12-amd64); do
+		[ -f "/boot/vmlinuz-$k" ] && [ -d "/lib/modules/$k/build" ] && echo "$k"
+	done
+}
+
+# The linux-source-6.12 tree, unpacked once per package version: the
+# kselftest harness, checkpatch.pl, and the base of the patched kernel.
+ksrc_dir() {
+	local ver dir
+	ver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+	dir=$cache/linux-source-6.12_$ver
+	if [ ! -f "$dir/.unpacked" ]; then
+		log "unpacking linux-source-6.12 $ver into $dir"
+		rm -rf "$dir" && mkdir -p "$dir"
+		tar -C "$dir" --strip-components=1 -xf /usr/src/linux-source-6.12.tar.xz
+		touch "$dir/.unpacked"
+	fi
+	echo "$dir"
+}
+
+# build_module KDIR DEST [make args...]: builds a private copy of the
+# sources for one kernel (kbuild writes next to the sources) and prints
+# the build log; the module ends up in DEST/drivers/uio_heap/.
+build_module() {
+	local kdir=$1 dest=$2
+	shift 2
+	rm -rf "$dest" && mkdir -p "$dest"
+	cp -a "$top/Makefile" "$top/Kbuild" "$top/drivers" "$top/include" \
+		"$top/scripts" "$dest/"
+	make -s -C "$dest" KDIR="$kdir" "$@" 2>&1
+}
+
+# build_user DEST KSFT_DIR: static userspace (demo, selftests) into DEST.
+build_user() {
+	local dest=$1 ksft=$2
+	mkdir -p "$dest"
+	make -s -C "$top/tools" OUT="$dest/tools" >&2
+	make -s -C "$top/tools/testing/selftests/uio_heap" KSFT_DIR="$ksft" \
+		OUT="$dest/selftests" >&2
+}
+
+# run_payload KVER VMLINUZ KO PAYLOAD_DIR IOMMU LOG [run-vm args...]:
+# boots the kernel with the payload and prints its output.
+run_payload() {
+	local kver=$1 vmlinuz=$2 ko=$3 payload=$4 iommu=$5 vmlog=$6
+	shift 6
+	local initrd=${vmlog%.log}.cpio.gz
+	"$top/tests/vm/mkinitramfs.sh" --kver "$kver" --out "$initrd" \
+		--payload "$payload" --ko "$ko" ${UIOHEAP_KMODS:-} >&2
+	"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$initrd" \
+		--iommu "$iommu" --log "$vmlog" "$@"
+}

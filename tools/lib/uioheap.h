@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * libuioheap: open a UIO device's DMA heap, allocate, map, and learn the
+ * device address of a buffer.
+ */
+#ifndef UIOHEAP_H
+#define UIOHEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which interface answered uioheap_dma_addr(). */
+enum uioheap_addr_source {
+	UIOHEAP_ADDR_DMA_BUF = 1,	/* DMA_BUF_IOCTL_GET_DMA_ADDR (patched core) */
+	UIOHEAP_ADDR_HEAP,		/* UIO_HEAP_IOCTL_GET_DMA_ADDR */
+};
+
+/* All functions return -errno on failure. */
+
+/* Opens /dev/dma_heap/<uio_name> ("uio0"); returns the heap fd. */
+int uioheap_open(const char *uio_name);
+
+/*
+ * Allocates @len bytes (rounded up to pages); returns the dma-buf fd.
+ * @fd_flags is the dma-buf file's access mode and O_CLOEXEC: O_RDWR to map
+ * it writable.
+ */
+int uioheap_alloc(int heap_fd, size_t len, unsigned int fd_flags);
+
+/*
+ * The buffer's DMA address for the heap's device.  Tries the dma-buf's own
+ * ioctl first and falls back to the heap node's; @source (may be NULL)
+ * tells which one answered.
+ */
+int uioheap_dma_addr(int heap_fd, int buf_fd, uint64_t *addr,
+		     enum uioheap_addr_source *source);
+
+/* mmap()s @len bytes of the buffer shared, read-write; NULL on failure. */
+void *uioheap_map(int buf_fd, size_t len);
+
+/* DMA_BUF_IOCTL_SYNC around CPU access: @start 1 to begin, 0 to end. */
+int uioheap_sync(int buf_fd, int start, int write);
+
+/* Reads /sys/class/uio_heap/<uio_name>/<attr> as a number. */
+int uioheap_sysfs_read(const char *uio_name, const char *attr,
+		       unsigned long long *val);
+int uioheap_sysfs_write(const char *uio_name, const char *attr,
+			unsigned long long val);
+
+#endif

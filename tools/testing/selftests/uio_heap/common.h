@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the uio_heap selftests.
+ *
+ * The VM bench gives each guest two edu devices bound to uio_pci_generic:
+ * one at the device's default 28-bit DMA mask, one with a 64-bit mask.
+ * UIOHEAP_EDU_NARROW names the PCI address of the 28-bit one.
+ */
+#ifndef UIO_HEAP_SELFTEST_COMMON_H
+#define UIO_HEAP_SELFTEST_COMMON_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/edu.h"
+#include "lib/uioheap.h"
+
+#define SZ_4K	4096UL
+#define SZ_64K	(64 * 1024UL)
+#define SZ_1M	(1024 * 1024UL)
+#define SZ_4M	(4 * 1024 * 1024UL)
+
+static inline bool path_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static inline int write_str(const char *path, const char *text)
+{
+	ssize_t n, len = strlen(text);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	n = n == len ? 0 : -errno;
+	close(fd);
+	return n;
+}
+
+static inline long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Waits up to @ms for @path to exist (@want) or not; returns elapsed ms or -1. */
+static inline long long wait_path(const char *path, bool want, int ms)
+{
+	long long start = now_ms();
+
+	while (path_exists(path) != want) {
+		if (now_ms() - start > ms)
+			return -1;
+		usleep(5000);
+	}
+	return now_ms() - start;
+}
+
+/* The edu UIO devices, sorted: returns how many, names in @names. */
+static inline int find_edus(char names[][16], int max)
+{
+	return edu_find(names, max);
+}
+
+/* Is the edu behind @uio the one with the 28-bit DMA engine? */
+static inline bool edu_is_narrow(const char *uio)
+{
+	const char *narrow = getenv("UIOHEAP_EDU_NARROW");
+	struct edu edu;
+	bool ret;
+
+	if (edu_open(&edu, uio))
+		return false;
+	ret = narrow && !strcmp(edu.pci, narrow);
+	edu_close(&edu);
+	return ret;
+}
+
+/* The PCI address of UIO device @uio into @pci. */
+static inline int uio_pci(const char *uio, char *pci, size_t size)
+{
+	char path[128], link[256];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/class/uio/%s/device", uio);
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0)
+		return -errno;
+	link[n] = '\0';
+	base = strrchr(link, '/');
+	base = base ? base + 1 : link;
+	if (strlen(base) >= size)
+		return -ENAMETOOLONG;
+	memcpy(pci, base, strlen(base) + 1);
+	return 0;
+}
+
+/* The UIO device of PCI device @pci, or -ENOENT. */
+static inline int pci_uio(const char *pci, char *uio, size_t size)
+{
+	char names[16][16], other[32];
+	int n = find_edus(names, 16), i;
+
+	for (i = 0; i < n; i++) {
+		if (uio_pci(names[i], other, sizeof(other)))
+			continue;
+		if (!strcmp(other, pci) && strlen(names[i]) < size) {
+			memcpy(uio, names[i], strlen(names[i]) + 1);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* Touches memory that may fault: returns 0, or the signal it raised. */
+static sigjmp_buf probe_env;
+
+static inline void probe_sigbus(int sig)
+{
+	siglongjmp(probe_env, sig);
+}
+
+static inline int access_signal(volatile unsigned char *p, bool write)
+{
+	struct sigaction sa = { .sa_handler = probe_sigbus }, old_bus, old_segv;
+	int sig;
+
+	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	sig = sigsetjmp(probe_env, 1);
+	if (sig == 0) {
+		if (write)
+			*p = 0x5a;
+		else
+			(void)*p;
+	}
+	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &old_segv, NULL);
+	return sig;
+}
+
+#endif

@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uio_heap selftests: heap nodes, allocation, mapping, addresses, DMA
+ * masks, real device DMA through QEMU's edu device, and bad input.
+ *
+ * Needs uio_heap loaded and edu devices bound to uio_pci_generic; tests
+ * that need what a kernel lacks (the system heap, the patched dma-buf
+ * core) are skipped, not passed.
+ */
+#include <dirent.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+
+#include <linux/dma-buf.h>
+#include <linux/dma-heap.h>
+#include <linux/uio_heap.h>
+
+#include "kselftest_harness.h"
+#include "common.h"
+
+#define NR_OUTSTANDING	64
+
+FIXTURE(heap) {
+	char narrow[16];	/* edu with the 28-bit DMA engine */
+	char wide[16];		/* edu with a 64-bit DMA engine */
+	int narrow_fd;
+	int wide_fd;
+};
+
+FIXTURE_SETUP(heap)
+{
+	char names[8][16];
+	int n, i;
+
+	self->narrow_fd = -1;
+	self->wide_fd = -1;
+	n = find_edus(names, 8);
+	if (n < 2)
+		SKIP(return, "needs two edu devices bound to uio_pci_generic");
+	self->narrow[0] = self->wide[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (edu_is_narrow(names[i]))
+			strcpy(self->narrow, names[i]);
+		else if (!self->wide[0])
+			strcpy(self->wide, names[i]);
+	}
+	ASSERT_NE('\0', self->narrow[0]) TH_LOG("no edu at UIOHEAP_EDU_NARROW");
+	ASSERT_NE('\0', self->wide[0]);
+
+	self->narrow_fd = uioheap_open(self->narrow);
+	ASSERT_LE(0, self->narrow_fd) TH_LOG("open %s: %s", self->narrow,
+					     strerror(-self->narrow_fd));
+	self->wide_fd = uioheap_open(self->wide);
+	ASSERT_LE(0, self->wide_fd);
+}
+
+FIXTURE_TEARDOWN(heap)
+{
+	if (self->narrow_fd >= 0)
+		close(self->narrow_fd);
+	if (self->wide_fd >= 0)
+		close(self->wide_fd);
+}
+
+static uint64_t dma_addr_of(struct __test_metadata *_metadata, int heap,
+			    int buf)
+{
+	uint64_t addr = 0;
+
+	ASSERT_EQ(0, uioheap_dma_addr(heap, buf, &addr, NULL));
+	return addr;
+}
+
+static int read_dev(const char *path, dev_t *dev)
+{
+	unsigned int maj, min;
+	FILE *f = fopen(path, "re");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fscanf(f, "%u:%u", &maj, &min) == 2 ? 0 : -EIO;
+	fclose(f);
+	*dev = makedev(maj, min);
+	return ret;
+}
+
+/* Every UIO device with a DMA-capable PCI parent has its heap, named right. */
+TEST(nodes_for_every_uio_device)
+{
+	char path[300], a[PATH_MAX], b[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	int seen = 0;
+	dev_t rdev = 0;
+	DIR *dir;
+
+	dir = opendir("/sys/class/uio");
+	if (!dir)
+		SKIP(return, "no UIO devices");
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, "uio", 3))
+			continue;
+		seen++;
+		snprintf(path, sizeof(path), "/dev/dma_heap/%s", de->d_name);
+		ASSERT_EQ(0, stat(path, &st)) TH_LOG("%s missing", path);
+		EXPECT_TRUE(S_ISCHR(st.st_mode));
+		EXPECT_EQ(0600, st.st_mode & 0777);
+
+		/* The heap's device link names the UIO device's parent. */
+		snprintf(path, sizeof(path), "/sys/class/uio/%s/device",
+			 de->d_name);
+		ASSERT_NE(NULL, realpath(path, a));
+		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/device",
+			 de->d_name);
+		ASSERT_NE(NULL, realpath(path, b));
+		EXPECT_STREQ(a, b);
+
+		/* The devnode is the heap's own char device. */
+		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/dev",
+			 de->d_name);
+		ASSERT_EQ(0, read_dev(path, &rdev));
+		EXPECT_EQ(rdev, st.st_rdev);
+	}
+	closedir(dir);
+	ASSERT_LT(0, seen);
+}
+
+TEST_F(heap, sizes_round_to_pages)
+{
+	static const size_t sizes[] = { 1, 4095, 4096, 4097, SZ_64K + 1,
+					SZ_1M, SZ_4M };
+	unsigned long long before, after;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t want = (sizes[i] + SZ_4K - 1) & ~(SZ_4K - 1);
+		struct stat st;
+		int fd;
+
+		ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes",
+						&before));
+		fd = uioheap_alloc(self->wide_fd, sizes[i], O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd) TH_LOG("size %zu: %s", sizes[i], strerror(-fd));
+		/* A dma-buf's size is its inode size. */
+		ASSERT_EQ(0, fstat(fd, &st));
+		EXPECT_EQ(want, (size_t)st.st_size);
+		ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes",
+						&after));
+		EXPECT_EQ(before + want, after);
+		close(fd);
+	}
+}
+
+TEST_F(heap, many_outstanding_distinct_aligned_addresses)
+{
+	unsigned long long nbufs, bytes;
+	uint64_t addrs[NR_OUTSTANDING];
+	int fds[NR_OUTSTANDING];
+	int i, j;
+
+	for (i = 0; i < NR_OUTSTANDING; i++) {
+		fds[i] = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fds[i]);
+		addrs[i] = dma_addr_of(_metadata, self->wide_fd, fds[i]);
+		EXPECT_EQ(0, addrs[i] & (SZ_4K - 1));
+	}
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "buffers", &nbufs));
+	EXPECT_LE(NR_OUTSTANDING, nbufs);
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes", &bytes));
+	EXPECT_LE(NR_OUTSTANDING * SZ_64K, bytes);
+
+	/* No two buffers overlap in the device's address space. */
+	for (i = 0; i < NR_OUTSTANDING; i++)
+		for (j = i + 1; j < NR_OUTSTANDING; j++)
+			EXPECT_TRUE(addrs[i] + SZ_64K <= addrs[j] ||
+				    addrs[j] + SZ_64K <= addrs[i]);
+	for (i = 0; i < NR_OUTSTANDING; i++)
+		close(fds[i]);
+}
+
+TEST_F(heap, cloexec_honoured)
+{
+	int a, b;
+
+	a = uioheap_alloc(self->wide_fd, SZ_4K, O_RDWR | O_CLOEXEC);
+	b = uioheap_alloc(self->wide_fd, SZ_4K, 0);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(a, F_GETFD) & FD_CLOEXEC);
+	EXPECT_EQ(0, fcntl(b, F_GETFD) & FD_CLOEXEC);
+	close(a);
+	close(b);
+}
+
+TEST_F(heap, access_mode_honoured)
+{
+	int fd = uioheap_alloc(self->wide_fd, SZ_4K, O_RDONLY);
+	void *p;
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(O_RDONLY, fcntl(fd, F_GETFL) & O_ACCMODE);
+	p = mmap(NULL, SZ_4K, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EACCES, errno);
+	close(fd);
+}
+
+TEST_F(heap, buffers_are_zeroed)
+{
+	unsigned char *p;
+	size_t i;
+	int round, fd;
+
+	for (round = 0; round < 3; round++) {
+		fd = uioheap_alloc(self->wide_fd, SZ_1M, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		p = uioheap_map(fd, SZ_1M);
+		ASSERT_NE(NULL, p);
+		for (i = 0; i < SZ_1M; i++)
+			if (p[i])
+				break;
+		EXPECT_EQ(SZ_1M, i) TH_LOG("round %d: byte %zu is %#x", round,
+					   i, p[i]);
+		/* Dirty it, so that the next round would see stale data. */
+		memset(p, 0xa5, SZ_1M);
+		munmap(p, SZ_1M);
+		close(fd);
+	}
+}
+
+/* Older (smaller) and newer (larger) structs, as the dma-heap core takes. */
+struct alloc_data_v0 {
+	__u64 len;
+	__u32 fd;
+	__u32 fd_flags;
+};
+
+struct alloc_data_next {
+	struct dma_heap_allocation_data cur;
+	__u64 future;
+};
+
+TEST_F(heap, alloc_struct_sizes)
+{
+	struct alloc_data_next next = {
+		.cur = { .len = SZ_4K, .fd_flags = O_RDWR | O_CLOEXEC },
+		.future = 0x1122334455667788ULL,
+	};
+	struct alloc_data_v0 old = { .len = SZ_4K, .fd_flags = O_RDWR };
+	struct stat st;
+
+	ASSERT_EQ(0, ioctl(self->wide_fd,
+			   _IOWR(DMA_HEAP_IOC_MAGIC, 0, struct alloc_data_v0),
+			   &old));
+	ASSERT_LT(0, (int)old.fd);
+	ASSERT_EQ(0, fstat(old.fd, &st));
+	EXPECT_EQ(SZ_4K, (size_t)st.st_size);
+	close(old.fd);
+
+	ASSERT_EQ(0, ioctl(self->wide_fd,
+			   _IOWR(DMA_HEAP_IOC_MAGIC, 0, struct alloc_data_next),
+			   &next));
+	ASSERT_LT(0, (int)next.cur.fd);
+	EXPECT_EQ(0x1122334455667788ULL, next.future);
+	close(next.cur.fd);
+}
+
+TEST_F(heap, mmap_read_write)
+{
+	unsigned char *p, *q;
+	size_t i;
+	int fd;
+
+	fd = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	p = uioheap_map(fd, SZ_64K);
+	ASSERT_NE(NULL, p);
+	q = uioheap_map(fd, SZ_64K);
+	ASSERT_NE(NULL, q);
+	ASSERT_EQ(0, uioheap_sync(fd, 1, 1));
+	for (i = 0; i < SZ_64K; i++)
+		p[i] = (unsigned char)(i * 31 + 7);
+	ASSERT_EQ(0, uioheap_sync(fd, 0, 1));
+	/* Two mappings of one buffer see the same memory. */
+	EXPECT_EQ(0, memcmp(p, q, SZ_64K));
+	munmap(q, SZ_64K);
+
+	/* A mapping at an offset sees the matching bytes. */
+	q = mmap(NULL, SZ_4K, PROT_READ, MAP_SHARED, fd, 3 * SZ_4K);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(0, memcmp(p + 3 * SZ_4K, q, SZ_4K));
+	munmap(q, SZ_4K);
+	munmap(p, SZ_64K);
+	close(fd);
+}
+
+TEST_F(heap, mmap_refuses_beyond_buffer)
+{
+	void *p;
+	int fd;
+
+	fd = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+
+	p = mmap(NULL, SZ_64K + SZ_4K, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, SZ_4K, PROT_READ | PROT_WRITE, MAP_SHARED, fd, SZ_64K);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, 2 * SZ_4K, PROT_READ, MAP_SHARED, fd, SZ_64K - SZ_4K);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	/* Copy-on-write of device memory is refused. */
+	p = mmap(NULL, SZ_4K, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	/* A mapping cannot be grown past the buffer either. */
+	p = mmap(NULL, SZ_4K, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(MAP_FAILED, mremap(p, SZ_4K, 2 * SZ_4K, 0));
+	munmap(p, SZ_4K);
+	close(fd);
+}
+
+TEST_F(heap, default_mask_is_the_devices)
+{
+	unsigned long long bits;
+	uint64_t addr;
+	int fd;
+
+	/* uio_pci_generic leaves PCI's default 32-bit coherent mask. */
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "dma_mask_bits", &bits));
+	EXPECT_EQ(32, bits);
+
+	fd = uioheap_alloc(self->wide_fd, SZ_1M, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	addr = dma_addr_of(_metadata, self->wide_fd, fd);
+	EXPECT_LE(addr + SZ_1M - 1, 0xffffffffULL);
+	close(fd);
+}
+
+TEST_F(heap, narrow_mask_is_obeyed)
+{
+	uint64_t addrs[16], mask = (1ULL << 28) - 1;
+	unsigned long long bits;
+	int fds[16], i;
+
+	ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 28));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->narrow, "dma_mask_bits", &bits));
+	EXPECT_EQ(28, bits);
+
+	for (i = 0; i < 16; i++) {
+		fds[i] = uioheap_alloc(self->narrow_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fds[i]) TH_LOG("%s", strerror(-fds[i]));
+		addrs[i] = dma_addr_of(_metadata, self->narrow_fd, fds[i]);
+		EXPECT_LE(addrs[i] + SZ_64K - 1, mask)
+			TH_LOG("buffer %d at %#llx", i,
+			       (unsigned long long)addrs[i]);
+	}
+	for (i = 0; i < 16; i++)
+		close(fds[i]);
+
+	/* Out-of-range masks are refused and change nothing. */
+	EXPECT_EQ(-EINVAL, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 65));
+	EXPECT_EQ(-EINVAL, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 0));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->narrow, "dma_mask_bits", &bits));
+	EXPECT_EQ(28, bits);
+}
+
+/*
+ * Real DMA: the device reads a pattern out of one heap buffer and writes
+ * it into another at an offset; every byte is checked, and so are the
+ * bytes around the target, which must stay untouched.
+ */
+static void dma_round_trip(struct __test_metadata *_metadata, const char *uio,
+			   int heap, uint32_t len, uint32_t in_off,
+			   uint32_t out_off, uint32_t edu_off)
+{
+	unsigned char *src, *dst;
+	uint64_t src_addr, dst_addr;
+	struct edu edu;
+	int a, b, ret;
+	uint32_t i;
+
+	ASSERT_EQ(0, edu_open(&edu, uio));
+	a = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+	b = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	ASSERT_LE(0, b);
+	src_addr = dma_addr_of(_metadata, heap, a);
+	dst_addr = dma_addr_of(_metadata, heap, b);
+	src = uioheap_map(a, SZ_64K);
+	dst = uioheap_map(b, SZ_64K);
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+
+	for (i = 0; i < len; i++)
+		src[in_off + i] = (unsigned char)(i * 13 + 1 + len);
+
+	ret = edu_dma(&edu, src_addr + in_off, edu_off, len, true, 10000);
+	ASSERT_EQ(0, ret) TH_LOG("to device: %s", strerror(-ret));
+	ret = edu_dma(&edu, dst_addr + out_off, edu_off, len, false, 10000);
+	ASSERT_EQ(0, ret) TH_LOG("from device: %s", strerror(-ret));
+
+	for (i = 0; i < len; i++)
+		if (dst[out_off + i] != src[in_off + i])
+			break;
+	EXPECT_EQ(len, i) TH_LOG("byte %u: %#x, expected %#x", i,
+				 dst[out_off + i], src[in_off + i]);
+	for (i = 0; i < out_off; i++)
+		if (dst[i])
+			break;
+	EXPECT_EQ(out_off, i) TH_LOG("byte %u before the target written", i);
+	for (i = out_off + len; i < SZ_64K; i++)
+		if (dst[i])
+			break;
+	EXPECT_EQ(SZ_64K, i) TH_LOG("byte %u after the target written", i);
+
+	munmap(src, SZ_64K);
+	munmap(dst, SZ_64K);
+	close(a);
+	close(b);
+	edu_close(&edu);
+}
+
+TEST_F_TIMEOUT(heap, device_dma_wide, 120)
+{
+	dma_round_trip(_metadata, self->wide, self->wide_fd, 4000, 0, 100, 0);
+	/* Across a page boundary on both sides, inside the device window. */
+	dma_round_trip(_metadata, self->wide, self->wide_fd, 3000, 3 * SZ_4K - 1000,
+		       5 * SZ_4K - 7, 1000);
+}
+
+TEST_F_TIMEOUT(heap, device_dma_narrow_28bit, 120)
+{
+	ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 28));
+	dma_round_trip(_metadata, self->narrow, self->narrow_fd, 4095, 0,
+		       SZ_4K + 1, 0);
+}
+
+/* Bad input: a clear errno, and nothing changes. */
+static int heap_alloc_raw(int heap, __u64 len, __u32 fd, __u32 fd_flags,
+			  __u64 heap_flags)
+{
+	struct dma_heap_allocation_data data = {
+		.len = len, .fd = fd, .fd_flags = fd_flags,
+		.heap_flags = heap_flags,
+	};
+
+	return ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &data) ? errno : 0;
+}
+
+TEST_F(heap, bad_alloc_input)
+{
+	unsigned long long before, after, nbefore, nafter;
+	int fd = self->wide_fd;
+
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes", &before));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "buffers", &nbefore));
+
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, 0, 0, O_RDWR, 0));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, ~0ULL, 0, O_RDWR, 0));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, ~0ULL - SZ_4K + 2, 0, O_RDWR, 0));
+	EXPECT_EQ(ENOMEM, heap_alloc_raw(fd, 1ULL << 62, 0, O_RDWR, 0));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, SZ_4K, 0, O_RDWR | O_NONBLOCK, 0));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, SZ_4K, 0, O_RDWR | O_APPEND, 0));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, SZ_4K, 0, O_RDWR, 1));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, SZ_4K, 0, O_RDWR, 1ULL << 63));
+	EXPECT_EQ(EINVAL, heap_alloc_raw(fd, SZ_4K, 3, O_RDWR, 0));
+	EXPECT_EQ(-1, ioctl(fd, DMA_HEAP_IOCTL_ALLOC, (void *)16));
+	EXPECT_EQ(EFAULT, errno);
+	/* Unknown commands get what the dma-heap core answers: EINVAL. */
+	EXPECT_EQ(-1, ioctl(fd, _IO(DMA_HEAP_IOC_MAGIC, 5)));
+	EXPECT_EQ(EINVAL, errno);
+	EXPECT_EQ(-1, ioctl(fd, _IOWR(DMA_HEAP_IOC_MAGIC, 0x41,
+				      struct uio_heap_dma_addr), NULL));
+	EXPECT_EQ(EINVAL, errno);
+
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes", &after));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "buffers", &nafter));
+	EXPECT_EQ(before, after);
+	EXPECT_EQ(nbefore, nafter);
+}
+
+TEST_F(heap, max_bytes_limit)
+{
+	unsigned long long before, after;
+	int a, b;
+
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes", &before));
+	ASSERT_EQ(0, uioheap_sysfs_write(self->wide, "max_bytes",
+					 before + 2 * SZ_64K));
+	/* Above the limit on its own. */
+	EXPECT_EQ(ENOSPC, heap_alloc_raw(self->wide_fd, 3 * SZ_64K, 0, O_RDWR, 0));
+	/* Exactly up to the limit works, one page more does not. */
+	a = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, a);
+	EXPECT_EQ(-ENOSPC, uioheap_alloc(self->wide_fd, SZ_64K + SZ_4K, 0));
+	b = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, b);
+	EXPECT_EQ(-ENOSPC, uioheap_alloc(self->wide_fd, SZ_4K, 0));
+	close(a);
+	a = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, a);
+
+	ASSERT_EQ(0, uioheap_sysfs_write(self->wide, "max_bytes", 0));
+	close(a);
+	close(b);
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "allocated_bytes", &after));
+	EXPECT_EQ(before, after);
+}
+
+static int addr_ioctl(int heap, __u32 fd, __u32 flags)
+{
+	struct uio_heap_dma_addr arg = { .fd = fd, .flags = flags };
+
+	return ioctl(heap, UIO_HEAP_IOCTL_GET_DMA_ADDR, &arg) ? errno : 0;
+}
+
+TEST_F(heap, bad_addr_input)
+{
+	int buf, other, memfd, pipefd[2], closed;
+
+	buf = uioheap_alloc(self->wide_fd, SZ_4K, O_RDWR | O_CLOEXEC);
+	other = uioheap_alloc(self->narrow_fd, SZ_4K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	ASSERT_LE(0, other);
+
+	EXPECT_EQ(0, addr_ioctl(self->wide_fd, buf, 0));
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, buf, 1));
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, buf, 0x80000000));
+	/* Another uio heap's buffer. */
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, other, 0));
+	EXPECT_EQ(EINVAL, addr_ioctl(self->narrow_fd, buf, 0));
+	/* Not a dma-buf at all. */
+	memfd = memfd_create("uio_heap_test", MFD_CLOEXEC);
+	ASSERT_LE(0, memfd);
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, memfd, 0));
+	ASSERT_EQ(0, pipe(pipefd));
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, pipefd[0], 0));
+	/* The heap node itself. */
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, self->wide_fd, 0));
+	/* Closed and impossible fds. */
+	closed = dup(buf);
+	close(closed);
+	EXPECT_EQ(EBADF, addr_ioctl(self->wide_fd, closed, 0));
+	EXPECT_EQ(EBADF, addr_ioctl(self->wide_fd, 0xffffffffu, 0));
+	/* Bad argument pointer. */
+	EXPECT_EQ(-1, ioctl(self->wide_fd, UIO_HEAP_IOCTL_GET_DMA_ADDR,
+			    (void *)8));
+	EXPECT_EQ(EFAULT, errno);
+
+	close(memfd);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	close(buf);
+	close(other);
+}
+
+TEST_F(heap, system_heap_buffer_is_foreign)
+{
+	struct dma_heap_allocation_data data = {
+		.len = SZ_4K, .fd_flags = O_RDWR | O_CLOEXEC,
+	};
+	__u64 addr;
+	int sys;
+
+	sys = open("/dev/dma_heap/system", O_RDWR | O_CLOEXEC);
+	if (sys < 0)
+		SKIP(return, "kernel has no system heap");
+	ASSERT_EQ(0, ioctl(sys, DMA_HEAP_IOCTL_ALLOC, &data));
+	EXPECT_EQ(EINVAL, addr_ioctl(self->wide_fd, data.fd, 0));
+	/* Patched core: EINVAL (no address op); stock core: ENOTTY. */
+	EXPECT_EQ(-1, ioctl(data.fd, DMA_BUF_IOCTL_GET_DMA_ADDR, &addr));
+	EXPECT_TRUE(errno == EINVAL || errno == ENOTTY);
+	close(data.fd);
+	close(sys);
+}
+
+/* Where the dma-buf core is patched, both address paths must agree. */
+TEST_F(heap, dma_buf_get_dma_addr_agrees)
+{
+	struct uio_heap_dma_addr arg = { 0 };
+	__u64 addr = 0;
+	int buf;
+
+	buf = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	if (ioctl(buf, DMA_BUF_IOCTL_GET_DMA_ADDR, &addr)) {
+		ASSERT_EQ(ENOTTY, errno);
+		close(buf);
+		SKIP(return, "dma-buf core without DMA_BUF_IOCTL_GET_DMA_ADDR");
+	}
+	arg.fd = buf;
+	ASSERT_EQ(0, ioctl(self->wide_fd, UIO_HEAP_IOCTL_GET_DMA_ADDR, &arg));
+	EXPECT_EQ(arg.dma_addr, addr);
+	close(buf);
+}
+
+TEST_F(heap, dma_buf_unknown_ioctl)
+{
+	int buf = uioheap_alloc(self->wide_fd, SZ_4K, O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, buf);
+	EXPECT_EQ(-1, ioctl(buf, _IO('b', 0x7f)));
+	EXPECT_EQ(ENOTTY, errno);
+	close(buf);
+}
+
+static bool file_has_line(const char *path, const char *needle)
+{
+	char line[512];
+	bool found = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, needle) != NULL;
+	fclose(f);
+	return found;
+}
+
+TEST_F(heap, buffers_identifiable)
+{
+	char path[64], needle[32];
+	int buf;
+
+	buf = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", buf);
+	snprintf(needle, sizeof(needle), "exp_name:\t%s\n", self->wide);
+	EXPECT_TRUE(file_has_line(path, needle));
+
+	if (!path_exists("/sys/kernel/debug/dma_buf/bufinfo")) {
+		close(buf);
+		SKIP(return, "debugfs not mounted");
+	}
+	snprintf(needle, sizeof(needle), "\t%s\t", self->wide);
+	EXPECT_TRUE(file_has_line("/sys/kernel/debug/dma_buf/bufinfo", needle));
+	close(buf);
+}
+
+TEST_HARNESS_MAIN
