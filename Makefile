@@ -5,6 +5,7 @@
 #   make                     modules for the running kernel
 #   make KDIR=<build dir>    modules for another kernel
 #   make check               everything CI runs (unit, static and VM suites)
+#   make check-long          the same, with the robustness battery at full length
 #   make demo                boot a kernel in QEMU and drive a device's DMA
 #   make bench               buffer-cost benchmark in QEMU
 
@@ -37,10 +38,14 @@ clean:
 check:
 	tests/check.sh
 
+# The robustness battery at full length (make check runs short forms).
+check-long:
+	UIOHEAP_LONG=1 tests/check.sh
+
 demo:
 	tests/demo.sh
 
 bench:
 	tests/bench.sh
 
-.PHONY: all modules modules_install clean check demo bench FORCE
+.PHONY: all modules modules_install clean check check-long demo bench FORCE

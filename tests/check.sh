@@ -30,8 +30,12 @@ if [ -n "${UIOHEAP_KERNELS:-}" ]; then
 	done
 	kernels=("${sel[@]}")
 fi
+# Passed to the guest as UIOHEAP_* variables (tests/vm/guest-init.sh).
+guest_args=
+[ -n "${UIOHEAP_SUITES:-}" ] && guest_args="$guest_args,suites=${UIOHEAP_SUITES// /+}"
+[ -n "${UIOHEAP_LONG:-}" ] && guest_args="$guest_args,long=1"
 vm_append=
-[ -n "${UIOHEAP_SUITES:-}" ] && vm_append="uioheap.args=suites=${UIOHEAP_SUITES// /+}"
+[ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
 
 # Host-side checks, as one TAP stream.
 host_tap() {

@@ -22,8 +22,20 @@ if ! insmod "$UIOHEAP_KO"; then
 	exit 1
 fi
 
+# Default order: the basic suite first, the others by name, and last the
+# lifetime suite, which unbinds devices and unloads the module.
+suites=${UIOHEAP_SUITES:-}
+if [ -z "$suites" ]; then
+	suites=uio_heap_test
+	for t in uio_heap_*; do
+		case $t in uio_heap_test|uio_heap_lifetime|*.*) continue ;; esac
+		[ -x "$t" ] && suites="$suites $t"
+	done
+	suites="$suites uio_heap_lifetime"
+fi
+
 rc=0
-for t in ${UIOHEAP_SUITES:-uio_heap_test uio_heap_lifetime}; do
+for t in $suites; do
 	[ -x "./$t" ] || continue
 	"./$t" || rc=1
 done
