@@ -37,49 +37,98 @@ guest_args=
 vm_append=
 [ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
 
-# Host-side checks, as one TAP stream.
-host_tap() {
-	local n=0 rc=0 f msg
-	ok() { n=$((n + 1)); echo "ok $n $1"; }
-	nok() { n=$((n + 1)); echo "not ok $n $1"; rc=1; }
+# The patched debug kernel (tests/kernel/): built once, then cached.
+debug=
+if [ -z "${UIOHEAP_NO_DEBUG_KERNEL:-}" ]; then
+	debug=$("$top/tests/kernel/build.sh")
+	debug_kver=$(cat "$debug/kver")
+fi
 
+# tap_line OK|FAIL NAME [DETAILS]: one result of the host stream.
+host_n=0 host_rc=0
+tap_line() {
+	host_n=$((host_n + 1))
+	if [ "$1" = OK ]; then
+		echo "ok $host_n $2"
+	else
+		echo "not ok $host_n $2"; host_rc=1
+		[ -n "${3:-}" ] && echo "$3" | sed 's/^/# /'
+	fi
+	return 0
+}
+
+# build_check NAME KDIR DEST [make args]: a warning-free module build.
+build_check() {
+	local name=$1 kdir=$2 dest=$3 msg
+	shift 3
+	msg=$(build_module "$kdir" "$dest" "$@" 2>&1) || msg="$msg
+build failed"
+	msg=$(grep -v 'Skipping BTF generation' <<<"$msg" || true)
+	if [ -f "$dest/drivers/uio_heap/uio_heap.ko" ] && ! grep -qiE 'warning|error' <<<"$msg"; then
+		tap_line OK "$name"
+	else
+		tap_line FAIL "$name" "$msg"
+	fi
+}
+
+host_checks() {
+	local msg k files ko
 	echo "TAP version 13"
-	echo "1..$((1 + 2 * ${#kernels[@]}))"
 
-	msg=$(cd "$top" && git ls-files -co --exclude-standard \
-		'drivers/*.c' 'drivers/*.h' 'include/*.h' |
-		grep -v 'conftest\.h$' |
-		xargs perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree \
-			--quiet --no-summary --show-types -f 2>&1) || true
-	if [ -z "$msg" ]; then ok "checkpatch --strict"; else nok "checkpatch --strict"; echo "$msg" | sed 's/^/# /'; fi
+	files=$(cd "$top" && git ls-files -co --exclude-standard \
+		'drivers/*.c' 'drivers/*.h' 'include/*.h' | grep -v 'conftest\.h$')
+	msg=$(cd "$top" && perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree \
+		--quiet --no-summary --show-types -f $files 2>&1) || true
+	[ -z "$msg" ] && tap_line OK "checkpatch --strict (sources)" || tap_line FAIL "checkpatch --strict (sources)" "$msg"
+
+	msg=$(cd "$top" && perl "$ksrc/scripts/checkpatch.pl" --strict --quiet \
+		--no-summary drivers/dma-buf/patches/*.patch 2>&1) || true
+	[ -z "$msg" ] && tap_line OK "checkpatch --strict (dma-buf patches)" || tap_line FAIL "checkpatch --strict (dma-buf patches)" "$msg"
+	msg=$(cd "$ksrc" && git apply --check "$top"/drivers/dma-buf/patches/*.patch 2>&1) &&
+		tap_line OK "dma-buf patches apply to linux-source-6.12" ||
+		tap_line FAIL "dma-buf patches apply to linux-source-6.12" "$msg"
+
+	grep -q "^PACKAGE_VERSION=\"$(cat "$top/VERSION")\"$" "$top/dkms.conf" &&
+		tap_line OK "dkms.conf version matches VERSION" ||
+		tap_line FAIL "dkms.conf version matches VERSION"
 
 	for k in "${kernels[@]}"; do
-		msg=$(build_module "/lib/modules/$k/build" "$out/mod-$k" W=1) || msg="$msg
-build failed"
-		if [ -f "$out/mod-$k/drivers/uio_heap/uio_heap.ko" ] && ! grep -qiE 'warning|error' <<<"$msg"; then
-			ok "build $k W=1"
+		build_check "build $k W=1" "/lib/modules/$k/build" "$out/mod-$k" W=1
+		# sparse on a copy, so that the tested module is the plain build
+		build_check "sparse $k C=2" "/lib/modules/$k/build" "$out/sparse-$k" C=2
+	done
+	for k in "${kernels[@]}"; do
+		if msg=$("$top/tests/dkms.sh" "$k" 2>&1); then
+			tap_line OK "dkms add/build/install $k"
+			ko=$(tail -n 1 <<<"$msg")
+			[ "$(modinfo -F softdep "$ko")" = "pre: uio" ] &&
+				tap_line OK "modprobe loads uio first (softdep) $k" ||
+				tap_line FAIL "modprobe loads uio first (softdep) $k"
 		else
-			nok "build $k W=1"; echo "$msg" | sed 's/^/# /'
-		fi
-		# sparse, on a copy so that the tested module is the plain build
-		msg=$(build_module "/lib/modules/$k/build" "$out/sparse-$k" C=2) || msg="$msg
-build failed"
-		if ! grep -qiE 'warning|error' <<<"$msg"; then
-			ok "sparse $k C=2"
-		else
-			nok "sparse $k C=2"; echo "$msg" | sed 's/^/# /'
+			tap_line FAIL "dkms add/build/install $k" "$msg"
 		fi
 	done
-	return $rc
+	if [ -n "$debug" ]; then
+		build_check "build patched $debug_kver W=1" "$debug/obj" "$out/mod-debug" W=1
+		grep -q '^#define HAVE_DMA_BUF_OPS_GET_DMA_ADDR 1' \
+			"$out/mod-debug/drivers/uio_heap/conftest.h" &&
+			tap_line OK "probe finds get_dma_addr in the patched core" ||
+			tap_line FAIL "probe finds get_dma_addr in the patched core"
+		[ -f "$out/mod-debug/drivers/uio_heap/uio_heap_test.ko" ] &&
+			tap_line OK "KUnit suite built" || tap_line FAIL "KUnit suite built"
+	fi
+	echo "1..$host_n"
+	return $host_rc
 }
 
 if [ -n "${UIOHEAP_QUICK:-}" ]; then
 	for k in "${kernels[@]}"; do
 		build_module "/lib/modules/$k/build" "$out/mod-$k" >&2
 	done
+	[ -n "$debug" ] && build_module "$debug/obj" "$out/mod-debug" >&2
 else
 	log "host checks"
-	host_tap | tee "$tapdir/host.tap" || true
+	host_checks | tee "$tapdir/host.tap" || true
 fi
 
 log "building userspace"
@@ -88,22 +137,44 @@ payload=$out/payload
 rm -rf "$payload" && mkdir -p "$payload"
 cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" "$payload/"
 
+# vm NAME VMLINUZ KVER MODDIR IOMMU KMODS KO...: one VM, one TAP file.
+vm() {
+	local name=$1 vmlinuz=$2 kver=$3 moddir=$4 iommu=$5 kmods=$6 rc=0 ko
+	shift 6
+	local tap=$tapdir/$name-iommu-$iommu.tap vmlog=$out/vm-$name-$iommu.log
+	local args=(--kver "$kver" --modules-dir "$moddir" --payload "$payload"
+		    --out "$out/vm-$name-$iommu.cpio.gz")
+	for ko in "$@"; do args+=(--ko "$ko"); done
+	# shellcheck disable=SC2206
+	args+=($kmods)
+	log "VM: $name ($kver), IOMMU $iommu"
+	"$top/tests/vm/mkinitramfs.sh" "${args[@]}" >&2
+	"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$out/vm-$name-$iommu.cpio.gz" \
+		--iommu "$iommu" --log "$vmlog" --timeout 1500 \
+		--append "$vm_append" >"$tap" || rc=$?
+	# 124: timed out, 125: ended without finishing the payload
+	if [ $rc = 124 ] || [ $rc = 125 ]; then
+		printf 'TAP version 13\n1..1\nnot ok 1 VM %s IOMMU %s finished (rc %s, see %s)\n' \
+			"$name" "$iommu" $rc "$vmlog" >>"$tap"
+	fi
+	sed "s/^/[$name iommu=$iommu] /" "$tap"
+}
+
 for k in "${kernels[@]}"; do
 	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
-		log "VM: $k, IOMMU $iommu"
-		tap=$tapdir/$k-iommu-$iommu.tap
-		rc=0
-		run_payload "$k" "/boot/vmlinuz-$k" \
-			"$out/mod-$k/drivers/uio_heap/uio_heap.ko" "$payload" "$iommu" \
-			"$out/vm-$k-$iommu.log" --timeout 900 --append "$vm_append" >"$tap" || rc=$?
-		# 124: timed out, 125: ended without finishing the payload
-		if [ $rc = 124 ] || [ $rc = 125 ]; then
-			printf 'TAP version 13\n1..1\nnot ok 1 VM %s IOMMU %s finished (rc %s, see %s)\n' \
-				"$k" "$iommu" $rc "$out/vm-$k-$iommu.log" >>"$tap"
-		fi
-		sed "s/^/[$k iommu=$iommu] /" "$tap"
+		vm "$k" "/boot/vmlinuz-$k" "$k" "/lib/modules/$k" "$iommu" \
+			"$UIOHEAP_KMODS" "$out/mod-$k/drivers/uio_heap/uio_heap.ko"
 	done
 done
+if [ -n "$debug" ]; then
+	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-on}; do
+		vm patched-debug "$debug/bzImage" "$debug_kver" \
+			"$debug/mods/lib/modules/$debug_kver" "$iommu" \
+			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq" \
+			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
+			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
+	done
+fi
 
 log "whole run: $((SECONDS - start)) s"
 "$top/tests/vm/tap-sum.sh" "$tapdir"/*.tap

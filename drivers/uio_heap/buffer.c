@@ -25,6 +25,7 @@
 #define UIO_HEAP_FAULT_AROUND	512
 
 atomic_long_t uio_heap_quarantined_bytes = ATOMIC_LONG_INIT(0);
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_quarantined_bytes);
 
 struct uio_heap_attachment {
 	struct device *dev;
@@ -39,6 +40,7 @@ bool uio_heap_is_buffer(const struct dma_buf *dmabuf)
 {
 	return dmabuf->ops == &uio_heap_buf_ops;
 }
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_is_buffer);
 
 static int uio_heap_dup_sgt(struct sg_table *to, const struct sg_table *from)
 {
@@ -116,7 +118,13 @@ static struct sg_table *uio_heap_map_dma_buf(struct dma_buf_attachment *attachme
 		ret = -ENODEV;
 		goto unlock;
 	}
-	ret = dma_map_sgtable(a->dev, &a->table, dir, 0);
+	/*
+	 * The memory is coherent for the heap's device and the CPU reaches it
+	 * through coherent mappings only: no cache maintenance when an
+	 * importer maps it.  Explicit syncs (begin/end_cpu_access) still
+	 * reach importers that need them.
+	 */
+	ret = dma_map_sgtable(a->dev, &a->table, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto unlock;
 	a->mapped = true;
@@ -141,7 +149,7 @@ static void uio_heap_unmap_dma_buf(struct dma_buf_attachment *attachment,
 	buf->map_count--;
 	mutex_unlock(&buf->lock);
 
-	dma_unmap_sgtable(a->dev, table, dir, 0);
+	dma_unmap_sgtable(a->dev, table, dir, DMA_ATTR_SKIP_CPU_SYNC);
 }
 
 /*
@@ -329,6 +337,7 @@ int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr)
 	mutex_unlock(&buf->lock);
 	return ret;
 }
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_buffer_dma_addr);
 
 #ifdef HAVE_DMA_BUF_OPS_GET_DMA_ADDR
 static int uio_heap_get_dma_addr(struct dma_buf *dmabuf, u64 *addr)
@@ -470,6 +479,7 @@ unlock:
 	up_read(&heap->sem);
 	return ERR_PTR(ret);
 }
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_buffer_alloc);
 
 /**
  * uio_heap_buffer_get() - look up a dma-buf fd that must belong to @heap

@@ -44,6 +44,12 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 #define UIO_HEAP_IMPORT_NS(ns)	MODULE_INFO(import_ns, ns)
 
 /*
+ * <kunit/visibility.h> (v6.2, and in 6.1.y stable): EXPORT_SYMBOL_IF_KUNIT()
+ * exports internals to the KUnit suite only, on kernels with KUnit.
+ */
+#include <kunit/visibility.h>
+
+/*
  * struct dma_buf_ops::get_dma_addr exists only in kernels carrying
  * uio-heap's dma-buf core patches (drivers/dma-buf/patches/):
  * HAVE_DMA_BUF_OPS_GET_DMA_ADDR is set by the probe when it does.

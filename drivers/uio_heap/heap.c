@@ -41,25 +41,43 @@ static int uio_heap_open(struct inode *inode, struct file *file)
 	return nonseekable_open(inode, file);
 }
 
-/* dma_heap_ioctl_allocate(): the same checks, in the same order. */
+/**
+ * uio_heap_check_alloc() - validate an allocation request, as the core does
+ * @data:	the request
+ * @len:	out: the length rounded up to pages
+ *
+ * The checks of dma_heap_ioctl_allocate(), in the same order.
+ *
+ * Return: 0, or -EINVAL.
+ */
+int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
+			 size_t *len)
+{
+	if (data->fd)
+		return -EINVAL;
+	if (data->fd_flags & ~DMA_HEAP_VALID_FD_FLAGS)
+		return -EINVAL;
+	if (data->heap_flags & ~DMA_HEAP_VALID_HEAP_FLAGS)
+		return -EINVAL;
+
+	/* A len whose rounding overflows becomes 0 here, as in the core. */
+	*len = PAGE_ALIGN(data->len);
+	if (!*len)
+		return -EINVAL;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_check_alloc);
+
 static struct dma_buf *uio_heap_ioctl_allocate(struct uio_heap *heap,
 					       struct dma_heap_allocation_data *data)
 {
 	struct dma_buf *dmabuf;
 	size_t len;
-	int fd;
+	int fd, ret;
 
-	if (data->fd)
-		return ERR_PTR(-EINVAL);
-	if (data->fd_flags & ~DMA_HEAP_VALID_FD_FLAGS)
-		return ERR_PTR(-EINVAL);
-	if (data->heap_flags & ~DMA_HEAP_VALID_HEAP_FLAGS)
-		return ERR_PTR(-EINVAL);
-
-	/* A len whose rounding overflows becomes 0 here, as in the core. */
-	len = PAGE_ALIGN(data->len);
-	if (!len)
-		return ERR_PTR(-EINVAL);
+	ret = uio_heap_check_alloc(data, &len);
+	if (ret)
+		return ERR_PTR(ret);
 
 	dmabuf = uio_heap_buffer_alloc(heap, len, data->fd_flags);
 	if (IS_ERR(dmabuf))
@@ -203,23 +221,23 @@ static ssize_t dma_mask_bits_show(struct device *dev,
 	return ret;
 }
 
-/*
+/**
+ * uio_heap_set_mask_bits() - set the coherent mask later allocations use
+ * @heap:	the heap
+ * @bits:	mask width, PAGE_SHIFT to 64
+ *
  * The mask is the user's statement of what the hardware can address: the
  * kernel driver (uio_pci_generic) cannot know it.  It is set on the DMA
  * device as its coherent mask, used by later allocations only, and put
  * back as it was when the heap goes.
+ *
+ * Return: 0, -EINVAL for a width out of range, -EIO if the platform cannot
+ * honour the mask, -ENODEV if the device has gone.
  */
-static ssize_t dma_mask_bits_store(struct device *dev,
-				   struct device_attribute *attr,
-				   const char *buf, size_t count)
+int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 {
-	struct uio_heap *heap = to_uio_heap(dev);
-	unsigned int bits;
 	int ret;
 
-	ret = kstrtouint(buf, 0, &bits);
-	if (ret)
-		return ret;
 	if (bits < PAGE_SHIFT || bits > 64)
 		return -EINVAL;
 
@@ -232,6 +250,21 @@ static ssize_t dma_mask_bits_store(struct device *dev,
 			heap->mask_changed = true;
 	}
 	up_write(&heap->sem);
+	return ret;
+}
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_set_mask_bits);
+
+static ssize_t dma_mask_bits_store(struct device *dev,
+				   struct device_attribute *attr,
+				   const char *buf, size_t count)
+{
+	unsigned int bits;
+	int ret;
+
+	ret = kstrtouint(buf, 0, &bits);
+	if (ret)
+		return ret;
+	ret = uio_heap_set_mask_bits(to_uio_heap(dev), bits);
 	return ret ? ret : count;
 }
 static DEVICE_ATTR_RW(dma_mask_bits);
@@ -339,6 +372,26 @@ static struct uio_heap *uio_heap_find(struct device *uio_dev)
 }
 
 /**
+ * uio_heap_lookup() - find the live heap of a UIO device
+ * @uio_dev:	the UIO class device
+ *
+ * Return: the heap with a reference the caller drops with
+ * put_device(&heap->dev), or NULL.
+ */
+struct uio_heap *uio_heap_lookup(struct device *uio_dev)
+{
+	struct uio_heap *heap;
+
+	mutex_lock(&uio_heap_list_lock);
+	heap = uio_heap_find(uio_dev);
+	if (heap)
+		get_device(&heap->dev);
+	mutex_unlock(&uio_heap_list_lock);
+	return heap;
+}
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_lookup);
+
+/**
  * uio_heap_create() - create the heap of a UIO device
  * @dma_dev:	the device that does the DMA: the UIO device's parent
  * @uio_dev:	the UIO class device, whose name the heap takes
@@ -401,6 +454,7 @@ unlock:
 	mutex_unlock(&uio_heap_list_lock);
 	return ret;
 }
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_create);
 
 /*
  * Takes the heap away: no new opens or allocations, every buffer revoked
@@ -440,6 +494,7 @@ void uio_heap_remove_for(struct device *dma_dev)
 			uio_heap_destroy(heap);
 	mutex_unlock(&uio_heap_list_lock);
 }
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_remove_for);
 
 /**
  * uio_heap_remove_all() - remove every heap, on module unload

@@ -95,6 +95,11 @@ int uio_heap_minor_get(dev_t *devt);
 void uio_heap_minor_put(dev_t devt);
 
 /* heap.c */
+struct dma_heap_allocation_data;
+int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
+			 size_t *len);
+int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits);
+struct uio_heap *uio_heap_lookup(struct device *uio_dev);
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev);
 void uio_heap_remove_for(struct device *dma_dev);
 void uio_heap_remove_all(void);
