@@ -242,7 +242,7 @@ static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	int ret = 0;
 
 	/* Private (copy-on-write) mappings of device memory make no sense. */
-	if (!(vma->vm_flags & VM_SHARED))
+	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	if (vma->vm_pgoff > buf->size >> PAGE_SHIFT ||
 	    vma_pages(vma) > (buf->size >> PAGE_SHIFT) - vma->vm_pgoff)
@@ -320,6 +320,7 @@ static void uio_heap_release(struct dma_buf *dmabuf)
 	uio_heap_unaccount(heap, buf->size);
 	up_read(&heap->sem);
 
+	iput(buf->inode);
 	put_device(&heap->dev);
 	mutex_destroy(&buf->lock);
 	kfree(buf);
@@ -458,6 +459,12 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 		goto free_sgt;
 	}
 	buf->dmabuf = dmabuf;
+	/*
+	 * The last close evicts the inode before ->release() runs: keep it,
+	 * so that a revocation racing with that close finds a live mapping.
+	 */
+	buf->inode = file_inode(dmabuf->file);
+	ihold(buf->inode);
 
 	get_device(&heap->dev);
 	spin_lock(&heap->lock);
@@ -542,7 +549,7 @@ void uio_heap_revoke_buffers(struct uio_heap *heap)
 		buf->quarantined = buf->map_count || buf->vmap_count;
 		mutex_unlock(&buf->lock);
 
-		unmap_mapping_range(buf->dmabuf->file->f_mapping, 0, 0, 1);
+		unmap_mapping_range(buf->inode->i_mapping, 0, 0, 1);
 
 		if (buf->quarantined) {
 			atomic_long_add(buf->size, &uio_heap_quarantined_bytes);

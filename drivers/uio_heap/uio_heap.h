@@ -59,6 +59,9 @@ struct uio_heap {
  * @heap:		heap it came from; a reference to @heap->dev is held
  * @node:		entry in @heap->buffers, under @heap->lock
  * @dmabuf:		the exported dma-buf
+ * @inode:		its file's inode, referenced until release: the last close
+ *			drops the dentry's reference before ->release() runs,
+ *			and a revocation may come in between
  * @size:		size in bytes, a multiple of PAGE_SIZE
  * @vaddr:		kernel address from dma_alloc_coherent()
  * @dma_addr:		address of the buffer for @heap->dma_dev
@@ -76,6 +79,7 @@ struct uio_heap_buffer {
 	struct uio_heap *heap;
 	struct list_head node;
 	struct dma_buf *dmabuf;
+	struct inode *inode;
 	size_t size;
 	void *vaddr;
 	dma_addr_t dma_addr;
