@@ -73,7 +73,11 @@ if [ -f $kunit_ko ] && [ -z "${UIOHEAP_SUITES:-}" ]; then
 fi
 
 for t in $suites; do
-	[ -x "./$t" ] || continue
+	if [ ! -x "./$t" ]; then
+		printf 'TAP version 13\n1..1\nnot ok 1 suite %s is in the payload\n' "$t"
+		rc=1
+		continue
+	fi
 	"./$t" || rc=1
 done
 

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uio_heap permissions: heap nodes are root-only (0600) until the
+ * documented udev rule hands them to a group (Documentation/uio-heap.rst,
+ * "Permissions"); dma_mask_bits and max_bytes stay root-only either way.
+ *
+ * Runs as root and forks children that drop privileges for good:
+ * "nobody" (65534), and "heapuser" (1000), a member of "uioheap" (990),
+ * as the test VM's /etc/passwd and /etc/group define them.  The nodes
+ * get their mode and owner back at the end.
+ */
+#include <grp.h>
+
+#include "kselftest_harness.h"
+#include "stress_common.h"
+
+struct ids {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[4];
+	int ngroups;
+};
+
+/* Field @field (0-based) of the ':'-separated line of /etc/@file for @name. */
+static long etc_lookup(const char *file, const char *name, int field)
+{
+	char path[32], line[256], *p, *tok;
+	long val = -1;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/etc/%s", file);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (val < 0 && fgets(line, sizeof(line), f)) {
+		p = line;
+		tok = strsep(&p, ":");
+		if (!tok || strcmp(tok, name))
+			continue;
+		for (i = 1; i <= field && p; i++)
+			tok = strsep(&p, ":");
+		if (tok && i > field)
+			val = strtol(tok, NULL, 10);
+	}
+	fclose(f);
+	return val;
+}
+
+static long id_or(long v, long def)
+{
+	return v >= 0 ? v : def;
+}
+
+static struct ids nobody(void)
+{
+	return (struct ids){
+		.uid = id_or(etc_lookup("passwd", "nobody", 2), 65534),
+		.gid = id_or(etc_lookup("passwd", "nobody", 3), 65534),
+	};
+}
+
+static gid_t uioheap_gid(void)
+{
+	return id_or(etc_lookup("group", "uioheap", 2), 990);
+}
+
+static struct ids heapuser(void)
+{
+	return (struct ids){
+		.uid = id_or(etc_lookup("passwd", "heapuser", 2), 1000),
+		.gid = id_or(etc_lookup("passwd", "heapuser", 3), 1000),
+		.groups = { uioheap_gid() },
+		.ngroups = 1,
+	};
+}
+
+/* What an unprivileged child could do; 0 or the errno of each step. */
+struct as_result {
+	int dropped;		/* 1: ids as asked, and no way back to root */
+	int open_rw;
+	int open_ro;
+	int alloc;
+	int addr;
+	int map;
+	int touch;		/* 0, or the signal */
+	int sync;
+	int write_mask;
+	int write_max;
+	int read_bytes;
+	int chmod_node;
+	int done;
+};
+
+/* A sysfs write as the caller: the errno of the open or of the write. */
+static int try_write(const char *uio, const char *attr, const char *val)
+{
+	char path[128];
+	int fd, ret = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/%s", uio, attr);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = errno;
+	close(fd);
+	return ret;
+}
+
+/* Everything a user of the heap would try, recorded in @r. */
+static void try_all(const char *node, const char *uio, int heap_fd,
+		    struct as_result *r)
+{
+	unsigned long long v;
+	unsigned char *p;
+	uint64_t addr;
+	int heap, fd, ret;
+
+	heap = open(node, O_RDWR | O_CLOEXEC);
+	r->open_rw = heap < 0 ? errno : 0;
+	fd = open(node, O_RDONLY | O_CLOEXEC);
+	r->open_ro = fd < 0 ? errno : 0;
+	if (fd >= 0)
+		close(fd);
+	if (heap < 0)
+		heap = heap_fd;		/* one handed down, if any */
+	/* -1: not tried. */
+	r->alloc = -1;
+	r->addr = -1;
+	r->map = -1;
+	r->sync = -1;
+	r->touch = -1;
+	if (heap >= 0) {
+		fd = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+		r->alloc = fd < 0 ? -fd : 0;
+		if (fd >= 0) {
+			ret = uioheap_dma_addr(heap, fd, &addr, NULL);
+			r->addr = -ret;
+			p = uioheap_map(fd, SZ_64K);
+			r->map = p ? 0 : errno;
+			if (p) {
+				r->touch = probe_pages(p, SZ_64K, true, 0x42, NULL);
+				if (!r->touch && p[SZ_64K - PAGE_SZ] != 0x42)
+					r->touch = -1;
+				munmap(p, SZ_64K);
+			}
+			r->sync = -uioheap_sync(fd, 1, 1);
+			if (!r->sync)
+				uioheap_sync(fd, 0, 1);
+			close(fd);
+		}
+		if (heap != heap_fd)
+			close(heap);
+	}
+	r->write_mask = try_write(uio, "dma_mask_bits", "40");
+	r->write_max = try_write(uio, "max_bytes", "4096");
+	r->read_bytes = -uioheap_sysfs_read(uio, "allocated_bytes", &v);
+	r->chmod_node = chmod(node, 0666) ? errno : 0;
+	r->done = 1;
+}
+
+/* Runs try_all() in a child with @ids, for good (no way back to root). */
+static int run_as(const struct ids *ids, const char *node, const char *uio,
+		  int heap_fd, struct as_result *r)
+{
+	int status;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		probe_install();
+		if (setgroups(ids->ngroups, ids->groups) || setgid(ids->gid) ||
+		    setuid(ids->uid))
+			_exit(3);
+		r->dropped = getuid() == ids->uid && geteuid() == ids->uid &&
+			     getgid() == ids->gid && getegid() == ids->gid &&
+			     getgroups(0, NULL) == ids->ngroups &&
+			     setuid(0) == -1 && errno == EPERM;
+		try_all(node, uio, heap_fd, r);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+FIXTURE(perms) {
+	int n;
+	char uio[2][16];
+	char node[2][64];
+	struct stat orig[2];
+	struct as_result *r;
+};
+
+FIXTURE_SETUP(perms)
+{
+	char names[8][16];
+	int n, i;
+
+	if (geteuid())
+		SKIP(return, "needs root");
+	ASSERT_EQ(0, ensure_uio_heap_loaded());
+	n = find_edus(names, 8);
+	if (n < 1)
+		SKIP(return, "needs an edu device bound to uio_pci_generic");
+	for (i = 0; i < n && self->n < 2; i++) {
+		node_of(self->node[self->n], sizeof(self->node[0]), names[i]);
+		ASSERT_LE(0, wait_path(self->node[self->n], true, 2000));
+		ASSERT_EQ(0, stat(self->node[self->n], &self->orig[self->n]));
+		strcpy(self->uio[self->n++], names[i]);
+	}
+	self->r = mmap(NULL, sizeof(*self->r), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, self->r);
+}
+
+FIXTURE_TEARDOWN(perms)
+{
+	int i;
+
+	/* Root-only again, as the module creates the nodes. */
+	for (i = 0; i < self->n; i++) {
+		chown(self->node[i], 0, 0);
+		chmod(self->node[i], 0600);
+	}
+}
+
+/* Checks the child ran as asked and could not get root back. */
+#define ASSERT_RAN(ret)							\
+	do {								\
+		ASSERT_EQ(0, ret) TH_LOG("child failed to drop privileges"); \
+		ASSERT_EQ(1, self->r->done);				\
+		ASSERT_EQ(1, self->r->dropped);				\
+	} while (0)
+
+static void expect_locked_out(struct __test_metadata *_metadata,
+			      const struct as_result *r, const char *who)
+{
+	EXPECT_EQ(EACCES, r->open_rw) TH_LOG("%s opened the node", who);
+	EXPECT_EQ(EACCES, r->open_ro) TH_LOG("%s opened the node", who);
+	EXPECT_EQ(-1, r->alloc);
+}
+
+static void expect_no_sysfs_writes(struct __test_metadata *_metadata,
+				   const struct as_result *r, const char *who)
+{
+	EXPECT_EQ(EACCES, r->write_mask) TH_LOG("%s: dma_mask_bits", who);
+	EXPECT_EQ(EACCES, r->write_max) TH_LOG("%s: max_bytes", who);
+	/* The figures are for everyone to read. */
+	EXPECT_EQ(0, r->read_bytes) TH_LOG("%s: allocated_bytes", who);
+	EXPECT_EQ(EPERM, r->chmod_node) TH_LOG("%s: chmod of the node", who);
+}
+
+TEST_F(perms, nodes_are_root_only)
+{
+	struct ids nob = nobody(), member = heapuser();
+	char path[128];
+	struct stat st;
+	int i;
+
+	for (i = 0; i < self->n; i++) {
+		EXPECT_TRUE(S_ISCHR(self->orig[i].st_mode));
+		EXPECT_EQ(0600, self->orig[i].st_mode & 07777);
+		EXPECT_EQ(0, self->orig[i].st_uid);
+		EXPECT_EQ(0, self->orig[i].st_gid);
+
+		/* Writable attributes are root's, the figures everyone's. */
+		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/max_bytes",
+			 self->uio[i]);
+		ASSERT_EQ(0, stat(path, &st));
+		EXPECT_EQ(0644, st.st_mode & 07777);
+		EXPECT_EQ(0, st.st_uid);
+		snprintf(path, sizeof(path),
+			 "/sys/class/uio_heap/%s/dma_mask_bits", self->uio[i]);
+		ASSERT_EQ(0, stat(path, &st));
+		EXPECT_EQ(0644, st.st_mode & 07777);
+
+		ASSERT_RAN(run_as(&nob, self->node[i], self->uio[i], -1, self->r));
+		expect_locked_out(_metadata, self->r, "nobody");
+		expect_no_sysfs_writes(_metadata, self->r, "nobody");
+
+		/* Group membership means nothing until the group is granted. */
+		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1,
+				  self->r));
+		expect_locked_out(_metadata, self->r, "heapuser");
+		expect_no_sysfs_writes(_metadata, self->r, "heapuser");
+
+		/* Nothing changed the node. */
+		ASSERT_EQ(0, stat(self->node[i], &st));
+		EXPECT_EQ(0600, st.st_mode & 07777);
+	}
+}
+
+TEST_F(perms, udev_rule_grants_the_group)
+{
+	struct ids nob = nobody(), member = heapuser(), primary = member;
+	unsigned long long mask[2], max[2], v;
+	struct stat st;
+	int i;
+
+	/* A member by primary group only counts as well. */
+	primary.gid = uioheap_gid();
+	primary.ngroups = 0;
+
+	for (i = 0; i < self->n; i++) {
+		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "dma_mask_bits",
+						&mask[i]));
+		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "max_bytes", &max[i]));
+
+		/* What GROUP="uioheap", MODE="0660" does. */
+		ASSERT_EQ(0, chown(self->node[i], 0, uioheap_gid()));
+		ASSERT_EQ(0, chmod(self->node[i], 0660));
+		ASSERT_EQ(0, stat(self->node[i], &st));
+		EXPECT_EQ(uioheap_gid(), st.st_gid);
+
+		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1,
+				  self->r));
+		EXPECT_EQ(0, self->r->open_rw);
+		EXPECT_EQ(0, self->r->open_ro);
+		EXPECT_EQ(0, self->r->alloc) TH_LOG("alloc: %s",
+						    strerror(self->r->alloc));
+		EXPECT_EQ(0, self->r->addr) TH_LOG("address: %s",
+						   strerror(self->r->addr));
+		EXPECT_EQ(0, self->r->map);
+		EXPECT_EQ(0, self->r->touch);
+		EXPECT_EQ(0, self->r->sync);
+		/* Still no say over the mask or the limit. */
+		expect_no_sysfs_writes(_metadata, self->r, "heapuser");
+
+		ASSERT_RAN(run_as(&primary, self->node[i], self->uio[i], -1,
+				  self->r));
+		EXPECT_EQ(0, self->r->open_rw);
+		EXPECT_EQ(0, self->r->alloc);
+		expect_no_sysfs_writes(_metadata, self->r, "primary group");
+
+		ASSERT_RAN(run_as(&nob, self->node[i], self->uio[i], -1, self->r));
+		expect_locked_out(_metadata, self->r, "nobody");
+		expect_no_sysfs_writes(_metadata, self->r, "nobody");
+
+		/* The refused writes changed nothing. */
+		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "dma_mask_bits", &v));
+		EXPECT_EQ(mask[i], v);
+		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "max_bytes", &v));
+		EXPECT_EQ(max[i], v);
+
+		ASSERT_EQ(0, chown(self->node[i], 0, 0));
+		ASSERT_EQ(0, chmod(self->node[i], 0600));
+	}
+}
+
+/*
+ * Access is decided at open(), like for every device node: an fd root
+ * opened and handed down keeps working after the privileges are gone.
+ */
+TEST_F(perms, fds_handed_down_keep_working)
+{
+	struct ids nob = nobody();
+	int heap;
+
+	heap = open(self->node[0], O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap);
+	ASSERT_RAN(run_as(&nob, self->node[0], self->uio[0], heap, self->r));
+	EXPECT_EQ(EACCES, self->r->open_rw);
+	EXPECT_EQ(0, self->r->alloc);
+	EXPECT_EQ(0, self->r->addr);
+	EXPECT_EQ(0, self->r->map);
+	EXPECT_EQ(0, self->r->touch);
+	expect_no_sysfs_writes(_metadata, self->r, "nobody with an fd");
+	close(heap);
+}
+
+TEST_HARNESS_MAIN
