@@ -34,6 +34,7 @@ fi
 guest_args=
 [ -n "${UIOHEAP_SUITES:-}" ] && guest_args="$guest_args,suites=${UIOHEAP_SUITES// /+}"
 [ -n "${UIOHEAP_LONG:-}" ] && guest_args="$guest_args,long=1"
+[ -n "${UIOHEAP_FUZZ_SEED:-}" ] && guest_args="$guest_args,fuzz_seed=$UIOHEAP_FUZZ_SEED"
 vm_append=
 [ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
 
