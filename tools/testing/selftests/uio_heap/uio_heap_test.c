@@ -205,6 +205,13 @@ TEST_F(heap, access_mode_honoured)
 	p = mmap(NULL, SZ_4K, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EACCES, errno);
+	/* Read-only shared mappings work, and cannot be made writable. */
+	p = mmap(NULL, SZ_4K, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(0, ((volatile unsigned char *)p)[0]);
+	EXPECT_EQ(-1, mprotect(p, SZ_4K, PROT_READ | PROT_WRITE));
+	EXPECT_EQ(EACCES, errno);
+	munmap(p, SZ_4K);
 	close(fd);
 }
 
