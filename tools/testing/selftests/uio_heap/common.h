@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,6 +128,24 @@ static inline int pci_uio(const char *pci, char *uio, size_t size)
 		}
 	}
 	return -ENOENT;
+}
+
+/* delete_module(O_NONBLOCK): returns 0 or the errno. */
+static inline int rmmod_nb(const char *name)
+{
+	return syscall(__NR_delete_module, name, O_NONBLOCK) ? errno : 0;
+}
+
+/* finit_module() of a .ko file: returns 0 or the errno. */
+static inline int insmod_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return errno;
+	ret = syscall(__NR_finit_module, fd, "", 0) ? errno : 0;
+	close(fd);
+	return ret;
 }
 
 /* Touches memory that may fault: returns 0, or the signal it raised. */

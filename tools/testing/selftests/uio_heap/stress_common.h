@@ -384,22 +384,6 @@ static inline int heap_usage(const char *uio, unsigned long long *bytes,
 	return ret ? ret : uioheap_sysfs_read(uio, "buffers", bufs);
 }
 
-static inline int rmmod_nb(const char *name)
-{
-	return syscall(__NR_delete_module, name, O_NONBLOCK) ? errno : 0;
-}
-
-static inline int insmod_file(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return errno;
-	ret = syscall(__NR_finit_module, fd, "", 0) ? errno : 0;
-	close(fd);
-	return ret;
-}
-
 static inline bool module_loaded(const char *name)
 {
 	char path[96];

@@ -365,22 +365,6 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	heap_works(_metadata, self->node);
 }
 
-static int rmmod(const char *name)
-{
-	return syscall(__NR_delete_module, name, O_NONBLOCK) ? errno : 0;
-}
-
-static int insmod(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
-
-	if (fd < 0)
-		return errno;
-	ret = syscall(__NR_finit_module, fd, "", 0) ? errno : 0;
-	close(fd);
-	return ret;
-}
-
 static void wait_all_heaps(struct __test_metadata *_metadata)
 {
 	char names[8][16], node[64];
@@ -400,9 +384,9 @@ TEST_F(dev, uio_driver_unload_removes_heaps)
 
 	if (!ko)
 		SKIP(return, "UIOHEAP_UIO_PCI_GENERIC_KO not set");
-	ASSERT_EQ(0, rmmod("uio_pci_generic"));
+	ASSERT_EQ(0, rmmod_nb("uio_pci_generic"));
 	EXPECT_FALSE(path_exists(self->node));
-	ASSERT_EQ(0, insmod(ko));
+	ASSERT_EQ(0, insmod_file(ko));
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/new_id", "1234 11e8"));
 	wait_heap_back(_metadata, self->pci, self->uio, sizeof(self->uio),
 		       self->node, sizeof(self->node));
@@ -422,28 +406,28 @@ TEST_F(dev, rmmod_refused_while_held)
 
 	heap = open(self->node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, heap);
-	EXPECT_EQ(EWOULDBLOCK, rmmod("uio_heap")) TH_LOG("heap fd open");
+	EXPECT_EQ(EWOULDBLOCK, rmmod_nb("uio_heap")) TH_LOG("heap fd open");
 
 	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, buf);
 	close(heap);
-	EXPECT_EQ(EWOULDBLOCK, rmmod("uio_heap")) TH_LOG("buffer fd open");
+	EXPECT_EQ(EWOULDBLOCK, rmmod_nb("uio_heap")) TH_LOG("buffer fd open");
 
 	p = uioheap_map(buf, SZ_64K);
 	ASSERT_NE(NULL, p);
 	close(buf);
 	p[0] = 7;
-	EXPECT_EQ(EWOULDBLOCK, rmmod("uio_heap")) TH_LOG("only a mapping");
+	EXPECT_EQ(EWOULDBLOCK, rmmod_nb("uio_heap")) TH_LOG("only a mapping");
 	/* Refusals changed nothing. */
 	EXPECT_EQ(7, p[0]);
 	heap_works(_metadata, self->node);
 	munmap(p, SZ_64K);
 
-	ASSERT_EQ(0, rmmod("uio_heap"));
+	ASSERT_EQ(0, rmmod_nb("uio_heap"));
 	EXPECT_FALSE(path_exists(self->node));
 	EXPECT_FALSE(path_exists("/sys/class/uio_heap"));
 
-	ASSERT_EQ(0, insmod(ko));
+	ASSERT_EQ(0, insmod_file(ko));
 	wait_all_heaps(_metadata);
 	heap_works(_metadata, self->node);
 }
