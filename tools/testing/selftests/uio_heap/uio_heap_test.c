@@ -212,6 +212,9 @@ TEST_F(heap, access_mode_honoured)
 	EXPECT_EQ(-1, mprotect(p, SZ_4K, PROT_READ | PROT_WRITE));
 	EXPECT_EQ(EACCES, errno);
 	munmap(p, SZ_4K);
+	/* Private (copy-on-write) mappings of device memory: never. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, SZ_4K, PROT_READ, MAP_PRIVATE, fd, 0));
+	EXPECT_EQ(EINVAL, errno);
 	close(fd);
 }
 

@@ -69,7 +69,7 @@ struct fz_map {
 	int dev;
 	bool sig;
 	int prot;
-	bool rdonly_fd;	/* VM_MAYWRITE is clear */
+	bool rdonly_fd;	/* shared, of a read-only file: no VM_MAYWRITE */
 };
 
 /* Where the fuzzer tells its parent what it was doing. */
@@ -81,7 +81,6 @@ struct fz_shared {
 	long allocs;
 	long maps;
 	long unknown_fds;
-	long rdonly_shared_einval;
 	bool done;
 	char last[240];
 	char mismatch[8][300];
@@ -874,14 +873,6 @@ static bool op_mmap(struct fz *f)
 				exp_add(&e, EPERM);
 				exp_add(&e, EACCES);
 			}
-			/*
-			 * A read-only fd's shared mapping loses VM_SHARED in
-			 * the core (only VM_MAYSHARE stays), and the heap
-			 * refuses it; readonly_fd_shared_mapping fails for
-			 * that on its own, not once per fuzzed call.
-			 */
-			if (b->acc == O_RDONLY)
-				exp_add(&e, EINVAL);
 		}
 	}
 
@@ -893,9 +884,6 @@ static bool op_mmap(struct fz *f)
 	if (!exp_ok(&e, got))
 		fz_bad(f, "mmap of a %s: %s, expected %s", kind_name[kind],
 		       err_name(got), err_name(e.err[0]));
-	if (kind == FK_UBUF && b->acc == O_RDONLY && got == EINVAL &&
-	    exp_ok(&e, 0))
-		f->sh->rdonly_shared_einval++;
 	if (got)
 		return false;
 	f->sh->maps++;
@@ -905,10 +893,16 @@ static bool op_mmap(struct fz *f)
 		return false;
 	}
 	len = (len + PAGE_SZ - 1) & ~(PAGE_SZ - 1);
+	/*
+	 * Only a shared mapping of a read-only file loses VM_MAYWRITE: a
+	 * private one (the system heap allows them) may still be made
+	 * writable, its writes going to copies.
+	 */
 	f->map[f->nmap] = (struct fz_map){
 		.p = p, .len = len, .pgoff = off / PAGE_SZ, .id = b->id,
 		.dev = b->dev, .sig = b->sig, .prot = prot,
-		.rdonly_fd = b->acc != O_RDWR,
+		.rdonly_fd = b->acc != O_RDWR &&
+			     (flags & MAP_TYPE) != MAP_PRIVATE,
 	};
 	fz_touch(f, &f->map[f->nmap++]);
 	return true;
@@ -1012,7 +1006,8 @@ static bool op_mapping(struct fz *f)
 		ret = mprotect(m->p, m->len, prot) ? errno : 0;
 		if (prot & PROT_WRITE && m->rdonly_fd) {
 			if (ret != EACCES)
-				fz_bad(f, "mprotect writable of a read-only fd's mapping: %s",
+				fz_bad(f, "mprotect writable of a shared mapping of a read-only %s: %s",
+				       m->dev < 0 ? "sys-buf" : "uio-buf",
 				       err_name(ret));
 		} else if (ret) {
 			fz_bad(f, "mprotect %#x: %s", prot, strerror(ret));
@@ -1200,25 +1195,14 @@ FIXTURE(fuzz) {
 
 FIXTURE_SETUP(fuzz)
 {
-	unsigned long long bits;
-	char names[8][16];
-	int n, i;
-
 	if (geteuid())
 		SKIP(return, "needs root");
 	ASSERT_EQ(0, ensure_uio_heap_loaded());
 	probe_install();
-	n = find_edus(names, 8);
-	if (n < 1)
+	self->n = edu_heaps(self->uio, self->node, self->mask, 2);
+	if (!self->n)
 		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	for (i = 0; i < n && self->n < 2; i++) {
-		node_of(self->node[self->n], sizeof(self->node[0]), names[i]);
-		ASSERT_LE(0, wait_path(self->node[self->n], true, 2000));
-		strcpy(self->uio[self->n], names[i]);
-		ASSERT_EQ(0, uioheap_sysfs_read(names[i], "dma_mask_bits", &bits));
-		self->mask[self->n] = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
-		self->n++;
-	}
+	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
 }
 
 FIXTURE_TEARDOWN(fuzz)
@@ -1283,45 +1267,8 @@ TEST_F_TIMEOUT(fuzz, ioctl_and_mmap, 900)
 	       sh->calls, now_ms() - start, sh->by_op[0], sh->by_op[1],
 	       sh->by_op[2], sh->by_op[3], sh->by_op[4], sh->by_op[5],
 	       sh->by_op[6], sh->by_op[7], sh->allocs, sh->maps);
-	if (sh->rdonly_shared_einval)
-		printf("# %ld read-only shared mappings of read-only dma-bufs refused with EINVAL\n",
-		       sh->rdonly_shared_einval);
 	summary("fuzzed_calls=%ld", sh->calls);
 	munmap(sh, sizeof(*sh));
-}
-
-/*
- * Cases the fuzzer found, kept as plain tests.
- *
- * A read-only dma-buf fd (fd_flags O_RDONLY) mapped PROT_READ, MAP_SHARED:
- * the core clears VM_SHARED for a file not open for writing (VM_MAYSHARE
- * stays), so a driver checking VM_SHARED refuses a shared mapping.
- */
-TEST_F(fuzz, readonly_fd_shared_mapping)
-{
-	int heap, fd;
-	unsigned char *p;
-
-	heap = open(self->node[0], O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	fd = uioheap_alloc(heap, SZ_64K, O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, fd);
-	p = mmap(NULL, SZ_64K, PROT_READ, MAP_SHARED, fd, 0);
-	EXPECT_NE(MAP_FAILED, p) TH_LOG("read-only shared mapping: %s",
-					strerror(errno));
-	if (p != MAP_FAILED) {
-		EXPECT_EQ(0, probe_pages(p, SZ_64K, false, 0, NULL));
-		EXPECT_EQ(0, p[SZ_64K - 1]);
-		/* Still no way to make it writable. */
-		EXPECT_EQ(-1, mprotect(p, SZ_64K, PROT_READ | PROT_WRITE));
-		EXPECT_EQ(EACCES, errno);
-		munmap(p, SZ_64K);
-	}
-	/* A private mapping stays refused, read-only or not. */
-	EXPECT_EQ(MAP_FAILED, mmap(NULL, SZ_64K, PROT_READ, MAP_PRIVATE, fd, 0));
-	EXPECT_EQ(EINVAL, errno);
-	close(fd);
-	close(heap);
 }
 
 TEST_HARNESS_MAIN
