@@ -79,6 +79,39 @@ static inline int find_edus(char names[][16], int max)
 	return edu_find(names, max);
 }
 
+static inline void node_of(char *node, size_t size, const char *uio)
+{
+	snprintf(node, size, "/dev/dma_heap/%s", uio);
+}
+
+/*
+ * The heaps of the first @max edu devices: UIO names into @uio, nodes into
+ * @node, each node waited for; with @mask, also the address mask each
+ * heap's dma_mask_bits allows.  Returns how many (0: the caller skips), or
+ * a negative errno when a heap is missing.
+ */
+static inline int edu_heaps(char uio[][16], char node[][64], uint64_t *mask,
+			    int max)
+{
+	unsigned long long bits;
+	char names[8][16];
+	int n, i;
+
+	n = find_edus(names, 8);
+	for (i = 0; i < n && i < max; i++) {
+		node_of(node[i], sizeof(node[0]), names[i]);
+		if (wait_path(node[i], true, 2000) < 0)
+			return -ENOENT;
+		strcpy(uio[i], names[i]);
+		if (!mask)
+			continue;
+		if (uioheap_sysfs_read(names[i], "dma_mask_bits", &bits))
+			return -EIO;
+		mask[i] = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
+	}
+	return i;
+}
+
 /* Is the edu behind @uio the one with the 28-bit DMA engine? */
 static inline bool edu_is_narrow(const char *uio)
 {

@@ -258,11 +258,6 @@ report(struct first_error *e, const char *fmt, ...)
 	}
 }
 
-static inline void node_of(char *node, size_t size, const char *uio)
-{
-	snprintf(node, size, "/dev/dma_heap/%s", uio);
-}
-
 /*
  * The PCI address of the wide (64-bit) edu: the first of UIOHEAP_EDU64 if
  * the bench says, else the first edu that is not the narrow one.

@@ -27,11 +27,6 @@ FIXTURE(dev) {
 	char node[64];
 };
 
-static void node_of(char *node, size_t size, const char *uio)
-{
-	snprintf(node, size, "/dev/dma_heap/%s", uio);
-}
-
 FIXTURE_SETUP(dev)
 {
 	char names[8][16];

@@ -199,21 +199,18 @@ FIXTURE(perms) {
 
 FIXTURE_SETUP(perms)
 {
-	char names[8][16];
 	int n, i;
 
 	if (geteuid())
 		SKIP(return, "needs root");
 	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	n = find_edus(names, 8);
-	if (n < 1)
+	n = edu_heaps(self->uio, self->node, NULL, 2);
+	if (!n)
 		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	for (i = 0; i < n && self->n < 2; i++) {
-		node_of(self->node[self->n], sizeof(self->node[0]), names[i]);
-		ASSERT_LE(0, wait_path(self->node[self->n], true, 2000));
-		ASSERT_EQ(0, stat(self->node[self->n], &self->orig[self->n]));
-		strcpy(self->uio[self->n++], names[i]);
-	}
+	ASSERT_LT(0, n) TH_LOG("a heap is missing: %s", strerror(-n));
+	self->n = n;
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, stat(self->node[i], &self->orig[i]));
 	self->r = mmap(NULL, sizeof(*self->r), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, self->r);

@@ -97,27 +97,14 @@ FIXTURE(heaps) {
 
 FIXTURE_SETUP(heaps)
 {
-	unsigned long long bits;
-	char names[8][16];
-	int n, i;
-
 	if (geteuid())
 		SKIP(return, "needs root");
 	ASSERT_EQ(0, ensure_uio_heap_loaded());
 	probe_install();
-	n = find_edus(names, 8);
-	if (n < 1)
+	self->n = edu_heaps(self->uio, self->node, self->mask, 2);
+	if (!self->n)
 		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	for (i = 0; i < n && self->n < 2; i++) {
-		char *node = self->node[self->n];
-
-		node_of(node, sizeof(self->node[0]), names[i]);
-		ASSERT_LE(0, wait_path(node, true, 2000)) TH_LOG("no %s", node);
-		strcpy(self->uio[self->n], names[i]);
-		ASSERT_EQ(0, uioheap_sysfs_read(names[i], "dma_mask_bits", &bits));
-		self->mask[self->n] = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
-		self->n++;
-	}
+	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
 }
 
 FIXTURE_TEARDOWN(heaps)
@@ -773,9 +760,8 @@ static int write_attr(const char *dir, const char *attr, const char *val)
 
 FIXTURE_SETUP(inject)
 {
-	char names[8][16];
 	unsigned int a;
-	int n, i;
+	int i;
 
 	self->mif = -1;
 	self->nth = -1;
@@ -787,14 +773,10 @@ FIXTURE_SETUP(inject)
 		SKIP(return, "kernel without failslab/fail_page_alloc (debug kernel only)");
 	ASSERT_EQ(0, ensure_uio_heap_loaded());
 	probe_install();
-	n = find_edus(names, 8);
-	if (n < 1)
+	self->n = edu_heaps(self->uio, self->node, NULL, 2);
+	if (!self->n)
 		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	for (i = 0; i < n && self->n < 2; i++) {
-		node_of(self->node[self->n], sizeof(self->node[0]), names[i]);
-		ASSERT_TRUE(path_exists(self->node[self->n]));
-		strcpy(self->uio[self->n++], names[i]);
-	}
+	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
 	for (i = 0; i < 2; i++) {
 		if (!self->have[i])
 			continue;
@@ -1510,9 +1492,6 @@ FIXTURE(module) {
 
 FIXTURE_SETUP(module)
 {
-	char names[8][16];
-	int n, i;
-
 	if (geteuid())
 		SKIP(return, "needs root");
 	self->ko = getenv("UIOHEAP_KO");
@@ -1520,14 +1499,10 @@ FIXTURE_SETUP(module)
 		SKIP(return, "UIOHEAP_KO not set");
 	ASSERT_EQ(0, ensure_uio_heap_loaded());
 	probe_install();
-	n = find_edus(names, 8);
-	if (n < 1)
+	self->n = edu_heaps(self->uio, self->node, NULL, 2);
+	if (!self->n)
 		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	for (i = 0; i < n && self->n < 2; i++) {
-		node_of(self->node[self->n], sizeof(self->node[0]), names[i]);
-		ASSERT_LE(0, wait_path(self->node[self->n], true, 2000));
-		strcpy(self->uio[self->n++], names[i]);
-	}
+	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
 }
 
 FIXTURE_TEARDOWN(module)
