@@ -41,7 +41,7 @@ vm_append=
 # The patched debug kernel (tests/kernel/): built once, then cached.
 debug=
 if [ -z "${UIOHEAP_NO_DEBUG_KERNEL:-}" ]; then
-	debug=$("$top/tests/kernel/build.sh")
+	debug=$(debug_kernel)
 	debug_kver=$(cat "$debug/kver")
 fi
 
@@ -180,4 +180,5 @@ if [ -n "$debug" ]; then
 fi
 
 log "whole run: $((SECONDS - start)) s"
+"$top/tests/vm/summary.sh" "$tapdir"/*.tap | tee "$out/summary.txt"
 "$top/tests/vm/tap-sum.sh" "$tapdir"/*.tap

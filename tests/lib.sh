@@ -32,13 +32,23 @@ ksrc_dir() {
 	local ver dir
 	ver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
 	dir=$cache/linux-source-6.12_$ver
-	if [ ! -f "$dir/.unpacked" ]; then
-		log "unpacking linux-source-6.12 $ver into $dir"
-		rm -rf "$dir" && mkdir -p "$dir"
-		tar -C "$dir" --strip-components=1 -xf /usr/src/linux-source-6.12.tar.xz
-		touch "$dir/.unpacked"
-	fi
+	# Two runs at once (make check and make bench) unpack it once.
+	(
+		flock 9
+		if [ ! -f "$dir/.unpacked" ]; then
+			log "unpacking linux-source-6.12 $ver into $dir"
+			rm -rf "$dir" && mkdir -p "$dir"
+			tar -C "$dir" --strip-components=1 -xf /usr/src/linux-source-6.12.tar.xz
+			touch "$dir/.unpacked"
+		fi
+	) 9>"$cache/.lock-source"
 	echo "$dir"
+}
+
+# The patched debug kernel's cache directory (tests/kernel/build.sh),
+# built by one run while any other waits for it.
+debug_kernel() {
+	flock "$cache/.lock-kernel" "$top/tests/kernel/build.sh"
 }
 
 # build_module KDIR DEST [make args...]: builds a private copy of the

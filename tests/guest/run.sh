@@ -86,6 +86,9 @@ echo "TAP version 13"
 echo "1..3"
 # KASAN and lockdep reports start with BUG: and WARNING: respectively.
 bad=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|general protection|blocked for more than|UBSAN' | head -n 20)
+# One report each: the first line of a KASAN, lockdep, UBSAN or WARN splat.
+reports=$(dmesg | grep -cE 'BUG:|WARNING:|Oops|general protection|UBSAN:|blocked for more than') || true
+echo "# summary: kernel_reports=$reports"
 if [ -z "$bad" ]; then
 	echo "ok 1 kernel log clean"
 else
@@ -108,7 +111,10 @@ fi
 if [ -w $kmemleak ]; then
 	# Objects must be unreferenced for two scans to be reported.
 	echo scan >$kmemleak; sleep 1; echo scan >$kmemleak
-	leaks=$(grep -c '^unreferenced object' $kmemleak)
+	leaks=$(grep -c '^unreferenced object' $kmemleak) || true
+	leaked=$(sed -n 's/^unreferenced object .*(size \([0-9]*\)).*/\1/p' $kmemleak |
+		 awk '{ n += $1 } END { print n + 0 }')
+	echo "# summary: leaked_objects=$leaks leaked_bytes=$leaked"
 	if [ "$leaks" = 0 ]; then
 		echo "ok 3 kmemleak: no leaks"
 	else
