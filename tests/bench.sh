@@ -70,8 +70,8 @@ vm() {
 
 for r in $runs; do
 	case $r in
-	off) vm off off single info+zero+cycle+phases+addr+grow+threads+bw+max ;;
-	on) vm on on single cycle+phases+addr+grow+bw+max ;;
+	off) vm off off single info+zero+cycle+phases+addr+grow+threads+bw+max,profile=1 ;;
+	on) vm on on single cycle+phases+addr+grow+bw+max,profile=1 ;;
 	# Single-threaded TCG runs both vCPUs on one host thread, so two guest
 	# threads never run at once there; multi-threaded TCG can run them.
 	mttcg) vm mttcg off multi threads ;;

@@ -20,7 +20,8 @@
  *
  * Usage: uio-heap-bench [-h uioN] [-c uioM] [-m METHOD,...] [-t SECONDS]
  *                       [-s SIZE,...] TEST...
- * Tests: info zero cycle phases addr grow threads bw max (or "all").
+ * Tests: info zero cycle phases addr grow threads bw max (or "all"), and
+ * profile (with ftrace set up by tests/bench/run.sh).
  * Results are lines "@ <test> <fields...>" (times in ns) for scripts;
  * lines starting with "#" are for people.  Needs root (pagemap PFNs,
  * RLIMIT_NOFILE, oom_score_adj).
@@ -503,6 +504,48 @@ static void test_cycle(const size_t *sizes, int nsizes)
 }
 
 /* Medians of each step of a cycle, to see where the time goes. */
+/*
+ * The "profile" test: 40 cycles of the first size per method with ftrace
+ * recording, for tests/bench/run.sh, which sets up the tracer and reads
+ * the trace; a marker names the method the following entries belong to.
+ * Not part of "all": it needs that set-up.
+ */
+static void test_profile(const size_t *sizes)
+{
+	const char *dir = "/sys/kernel/tracing";
+	unsigned int m, i, n = 40;
+	char path[64];
+	int on, mark;
+	uint64_t el;
+
+	snprintf(path, sizeof(path), "%s/tracing_on", dir);
+	on = open(path, O_WRONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "%s/trace_marker", dir);
+	mark = open(path, O_WRONLY | O_CLOEXEC);
+	if (on < 0 || mark < 0) {
+		printf("# profile: no tracefs at %s\n", dir);
+		goto close;
+	}
+	for (m = 0; m < NR_METHODS; m++) {
+		if (!have[m] || m == M_MEMSET)
+			continue;
+		for (i = 0; i < 3; i++)
+			cycle(m, sizes[0], &el, NULL);
+		if (write(on, "1", 1) != 1)
+			break;
+		dprintf(mark, "profile %s %zu %u\n", method_name[m], sizes[0], n);
+		for (i = 0; i < n; i++)
+			cycle(m, sizes[0], &el, NULL);
+		if (write(on, "0", 1) != 1)
+			break;
+	}
+close:
+	if (on >= 0)
+		close(on);
+	if (mark >= 0)
+		close(mark);
+}
+
 static void test_phases(const size_t *sizes, int nsizes)
 {
 	enum { CAP = MAX_SAMPLES / 4 };
@@ -1207,7 +1250,8 @@ static void help(void)
 		"  -t SECONDS  time budget per size or figure (default 2)\n"
 		"  -s SIZES    cycle sizes (default 4K,64K,1M,4M; the heap's largest\n"
 		"              buffer is added when larger, up to 64M)\n"
-		"  TEST        info zero cycle phases addr grow threads bw max, or all\n",
+		"  TEST        info zero cycle phases addr grow threads bw max, or all;\n"
+		"              profile (ftrace set up by the caller, not in all)\n",
 		"usage: uio-heap-bench");
 	exit(2);
 }
@@ -1288,6 +1332,8 @@ int main(int argc, char **argv)
 			test_bw();
 		if (all || !strcmp(t, "max"))
 			test_max();
+		if (!strcmp(t, "profile"))
+			test_profile(sizes);
 		if (all)
 			break;
 	}
