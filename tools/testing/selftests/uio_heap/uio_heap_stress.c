@@ -1081,6 +1081,7 @@ struct unplug_race {
 struct unplug_worker {
 	struct unplug_race *r;
 	int id;
+	int heap;			/* opened for it before the unplug */
 	atomic_long after_gone;		/* iterations begun once gone */
 };
 
@@ -1184,12 +1185,7 @@ static void *unplug_worker_fn(void *arg)
 	int heap, buf;
 
 	prng_seed(&rng, r->seed * 131 + w->id);
-	heap = open(r->node, O_RDWR | O_CLOEXEC);
-	if (heap < 0) {
-		report(&r->err, "worker %d: open %s: %s", w->id, r->node,
-		       strerror(errno));
-		return NULL;
-	}
+	heap = w->heap;
 	while (!atomic_load(&r->stop)) {
 		/* Once gone at the start, everything must fail. */
 		int gone = atomic_load(&r->gone);
@@ -1384,6 +1380,12 @@ static void unplug_loop(struct __test_metadata *_metadata,
 			w[i].r = r;
 			w[i].id = i;
 			atomic_store(&w[i].after_gone, 0);
+			/*
+			 * Here, not in the thread: a thread that TCG starts
+			 * late would otherwise find the node already gone.
+			 */
+			w[i].heap = open(self->node, O_RDWR | O_CLOEXEC);
+			ASSERT_LE(0, w[i].heap);
 			ASSERT_EQ(0, pthread_create(&tid[i], NULL,
 						    unplug_worker_fn, &w[i]));
 		}
