@@ -259,6 +259,34 @@ report(struct first_error *e, const char *fmt, ...)
 }
 
 /*
+ * A kselftest fixture @name with the heaps of up to two edu devices
+ * (edu_heaps(), masks included), skipped without root or without an edu.
+ * Needs kselftest_harness.h first.
+ */
+#define EDU_HEAPS_FIXTURE(name)						\
+FIXTURE(name) {								\
+	int n;								\
+	char uio[2][16];						\
+	char node[2][64];						\
+	uint64_t mask[2];						\
+};									\
+FIXTURE_SETUP(name)							\
+{									\
+	if (geteuid())							\
+		SKIP(return, "needs root");				\
+	ASSERT_EQ(0, ensure_uio_heap_loaded());				\
+	probe_install();						\
+	self->n = edu_heaps(self->uio, self->node, self->mask, 2);	\
+	if (!self->n)							\
+		SKIP(return, "needs an edu device bound to uio_pci_generic"); \
+	ASSERT_LT(0, self->n)						\
+		TH_LOG("a heap is missing: %s", strerror(-self->n));	\
+}									\
+FIXTURE_TEARDOWN(name)							\
+{									\
+}
+
+/*
  * The PCI address of the wide (64-bit) edu: the first of UIOHEAP_EDU64 if
  * the bench says, else the first edu that is not the narrow one.
  */

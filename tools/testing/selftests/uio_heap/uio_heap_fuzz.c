@@ -1186,28 +1186,7 @@ static int fz_run(struct fz_shared *sh, const struct fz_params *p)
 	return 0;
 }
 
-FIXTURE(fuzz) {
-	int n;
-	char uio[2][16];
-	char node[2][64];
-	uint64_t mask[2];
-};
-
-FIXTURE_SETUP(fuzz)
-{
-	if (geteuid())
-		SKIP(return, "needs root");
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	probe_install();
-	self->n = edu_heaps(self->uio, self->node, self->mask, 2);
-	if (!self->n)
-		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
-}
-
-FIXTURE_TEARDOWN(fuzz)
-{
-}
+EDU_HEAPS_FIXTURE(fuzz);
 
 TEST_F_TIMEOUT(fuzz, ioctl_and_mmap, 900)
 {

@@ -88,28 +88,7 @@ static int heap_addr_ioctl(int heap, int buf, uint64_t *addr)
  * The heaps of the edu devices: both when there are two (the narrow one,
  * 28-bit, and the wide one), else the one there is.
  */
-FIXTURE(heaps) {
-	int n;
-	char uio[2][16];
-	char node[2][64];
-	uint64_t mask[2];
-};
-
-FIXTURE_SETUP(heaps)
-{
-	if (geteuid())
-		SKIP(return, "needs root");
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	probe_install();
-	self->n = edu_heaps(self->uio, self->node, self->mask, 2);
-	if (!self->n)
-		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
-}
-
-FIXTURE_TEARDOWN(heaps)
-{
-}
+EDU_HEAPS_FIXTURE(heaps);
 
 /*
  * Concurrent stress: processes x threads allocate, map, touch, check and
