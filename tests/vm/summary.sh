@@ -15,10 +15,10 @@ awk '
 FNR == 1 {
 	name = FILENAME
 	sub(/.*\//, "", name); sub(/\.tap$/, "", name)
-	sub(/\+deb[0-9]+-amd64/, "", name); sub(/-iommu-/, "/", name)
-	vm[++nvm] = name
+	sub(/\+deb[0-9]+/, "", name); sub(/-amd64/, "", name); sub(/-iommu-/, "/", name)
 }
 /# summary: / {
+	if (!(name in listed)) { listed[name] = 1; vm[++nvm] = name }
 	s = $0
 	sub(/.*# summary: /, "", s)
 	n = split(s, kv, /[ \t]+/)
