@@ -61,10 +61,9 @@ static int read_hex(const char *path, unsigned int *val)
 	return ret;
 }
 
-static int edu_pci_name(const char *uio_name, char *pci, size_t size)
+int uio_pci_name(const char *uio_name, char *pci, size_t size)
 {
 	char link[PATH_MAX], path[128];
-	unsigned int vendor, device;
 	const char *base;
 	ssize_t n;
 
@@ -76,9 +75,18 @@ static int edu_pci_name(const char *uio_name, char *pci, size_t size)
 	base = strrchr(link, '/');
 	base = base ? base + 1 : link;
 	if (strlen(base) >= size)
-		return -ENODEV;
+		return -ENAMETOOLONG;
 	memcpy(pci, base, strlen(base) + 1);
+	return 0;
+}
 
+static int edu_pci_name(const char *uio_name, char *pci, size_t size)
+{
+	unsigned int vendor, device;
+	char path[128];
+
+	if (uio_pci_name(uio_name, pci, size))
+		return -ENODEV;
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", pci);
 	if (read_hex(path, &vendor))
 		return -ENODEV;

@@ -126,24 +126,26 @@ static inline bool edu_is_narrow(const char *uio)
 	return ret;
 }
 
+#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
+
+/*
+ * Takes PCI device @pci away from under its heap: removes it from the bus
+ * (@remove) or unbinds it from uio_pci_generic.  0 or -errno.
+ */
+static inline int unplug_pci(const char *pci, bool remove)
+{
+	char path[128];
+
+	if (!remove)
+		return write_str(UIO_PCI_GENERIC "/unbind", pci);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove", pci);
+	return write_str(path, "1");
+}
+
 /* The PCI address of UIO device @uio into @pci. */
 static inline int uio_pci(const char *uio, char *pci, size_t size)
 {
-	char path[128], link[256];
-	const char *base;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/sys/class/uio/%s/device", uio);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return -errno;
-	link[n] = '\0';
-	base = strrchr(link, '/');
-	base = base ? base + 1 : link;
-	if (strlen(base) >= size)
-		return -ENAMETOOLONG;
-	memcpy(pci, base, strlen(base) + 1);
-	return 0;
+	return uio_pci_name(uio, pci, size);
 }
 
 /* The UIO device of PCI device @pci, or -ENOENT. */

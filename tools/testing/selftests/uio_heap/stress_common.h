@@ -25,7 +25,6 @@
 
 #include "common.h"
 
-#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
 #define PAGE_SZ		4096UL
 
 /* UIOHEAP_LONG=1 (make check-long) selects the long forms. */
@@ -114,6 +113,28 @@ static inline void probe_barrier(void)
 	__asm__ __volatile__("" ::: "memory");
 }
 
+/*
+ * Runs the statement @access with this thread's probe armed and evaluates
+ * to 0, or to the signal that cut it short.  A macro, not a function,
+ * because sigsetjmp() has to run in the frame that makes the access;
+ * what @access changes and the caller reads after a signal must be
+ * volatile.
+ */
+#define PROBE(access) ({						\
+	sigjmp_buf probe_env_;						\
+	int probe_sig_;							\
+									\
+	probe_sig_ = sigsetjmp(probe_env_, 1);				\
+	if (!probe_sig_) {						\
+		probe_tls_env = &probe_env_;				\
+		probe_barrier();					\
+		access;							\
+		probe_barrier();					\
+	}								\
+	probe_tls_env = NULL;						\
+	probe_sig_;							\
+})
+
 static inline void probe_tls_handler(int sig)
 {
 	sigjmp_buf *env = probe_tls_env;
@@ -143,85 +164,35 @@ static inline int probe_pages(volatile unsigned char *p, size_t len,
 			      bool write, unsigned char val, size_t *done)
 {
 	volatile size_t off = 0;
-	sigjmp_buf env;
 	int sig;
 
-	sig = sigsetjmp(env, 1);
-	if (sig) {
-		probe_tls_env = NULL;
-		if (done)
-			*done = off;
-		return sig;
-	}
-	probe_tls_env = &env;
-	probe_barrier();
-	for (; off < len; off += PAGE_SZ) {
-		if (write)
-			p[off] = val;
-		else
-			(void)p[off];
-	}
-	probe_barrier();
-	probe_tls_env = NULL;
+	sig = PROBE(for (; off < len; off += PAGE_SZ) {
+			if (write)
+				p[off] = val;
+			else
+				(void)p[off];
+		});
 	if (done)
-		*done = len;
-	return 0;
+		*done = sig ? off : len;
+	return sig;
 }
 
 /* Reads one byte at @p; 0 or the signal. */
 static inline int probe_read8(volatile unsigned char *p, unsigned char *val)
 {
-	sigjmp_buf env;
-	int sig;
-
-	sig = sigsetjmp(env, 1);
-	if (sig) {
-		probe_tls_env = NULL;
-		return sig;
-	}
-	probe_tls_env = &env;
-	probe_barrier();
-	*val = *p;
-	probe_barrier();
-	probe_tls_env = NULL;
-	return 0;
+	return PROBE(*val = *p);
 }
 
 /* Reads one 64-bit word at @p; 0 or the signal. */
 static inline int probe_read64(volatile uint64_t *p, uint64_t *val)
 {
-	sigjmp_buf env;
-	int sig;
-
-	sig = sigsetjmp(env, 1);
-	if (sig) {
-		probe_tls_env = NULL;
-		return sig;
-	}
-	probe_tls_env = &env;
-	probe_barrier();
-	*val = *p;
-	probe_barrier();
-	probe_tls_env = NULL;
-	return 0;
+	return PROBE(*val = *p);
 }
 
+/* Writes one 64-bit word at @p; 0 or the signal. */
 static inline int probe_write64(volatile uint64_t *p, uint64_t val)
 {
-	sigjmp_buf env;
-	int sig;
-
-	sig = sigsetjmp(env, 1);
-	if (sig) {
-		probe_tls_env = NULL;
-		return sig;
-	}
-	probe_tls_env = &env;
-	probe_barrier();
-	*p = val;
-	probe_barrier();
-	probe_tls_env = NULL;
-	return 0;
+	return PROBE(*p = val);
 }
 
 /* The first failure of a group of workers, kept for the main thread. */

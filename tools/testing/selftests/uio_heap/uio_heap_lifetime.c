@@ -19,7 +19,6 @@
 #include "kselftest_harness.h"
 #include "common.h"
 
-#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
 
 FIXTURE(dev) {
 	char pci[32];		/* the edu device the test plays with */
@@ -170,7 +169,7 @@ static void revoke_while_mapped(struct __test_metadata *_metadata,
 {
 	volatile unsigned char *p;
 	int heap, buf, go, done, status;
-	char c, path[128];
+	char c;
 	uint64_t addr;
 	pid_t pid;
 
@@ -188,13 +187,7 @@ static void revoke_while_mapped(struct __test_metadata *_metadata,
 	ASSERT_EQ(1, read(done, &c, 1));
 	EXPECT_EQ('y', c);
 
-	if (remove) {
-		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove",
-			 self->pci);
-		ASSERT_EQ(0, write_str(path, "1"));
-	} else {
-		ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	}
+	ASSERT_EQ(0, unplug_pci(self->pci, remove));
 
 	check_revoked(_metadata, heap, buf, p, self->node);
 	ASSERT_EQ(1, write(go, "x", 1));

@@ -37,33 +37,30 @@ static uint64_t seed_once(void)
 static int sig_pages(volatile unsigned char *p, size_t first, size_t n,
 		     uint64_t id, bool write, size_t *at, uint64_t *seen)
 {
+	volatile bool bad = false;
 	volatile size_t i = 0;
-	sigjmp_buf env;
 	int sig;
 
-	sig = sigsetjmp(env, 1);
+	sig = PROBE(for (; i < n; i++) {
+			volatile uint64_t *w = (volatile uint64_t *)(p + i * PAGE_SZ);
+			uint64_t want = id << 20 | (first + i);
+
+			if (write) {
+				*w = want;
+			} else if (*w != want) {
+				*seen = *w;
+				bad = true;
+				break;
+			}
+		});
 	if (sig) {
-		probe_tls_env = NULL;
 		*at = i;
 		return sig;
 	}
-	probe_tls_env = &env;
-	probe_barrier();
-	for (; i < n; i++) {
-		volatile uint64_t *w = (volatile uint64_t *)(p + i * PAGE_SZ);
-		uint64_t want = id << 20 | (first + i);
-
-		if (write) {
-			*w = want;
-		} else if (*w != want) {
-			*seen = *w;
-			probe_tls_env = NULL;
-			*at = first + i;
-			return -1;
-		}
+	if (bad) {
+		*at = first + i;
+		return -1;
 	}
-	probe_barrier();
-	probe_tls_env = NULL;
 	return 0;
 }
 
@@ -1314,7 +1311,7 @@ static void unplug_loop(struct __test_metadata *_metadata,
 	unsigned long long bytes, bufs;
 	long long start = now_ms(), t;
 	long sigbus = 0, enodev = 0, opens[3] = { 0 }, touch_sigbus = 0;
-	char path[160], cls[96];
+	char cls[96];
 	struct unplug_race *r;
 	unsigned char *p;
 	struct prng rng;
@@ -1379,13 +1376,7 @@ static void unplug_loop(struct __test_metadata *_metadata,
 		EXPECT_EQ(0x6b, p[SZ_1M - 1]);
 
 		atomic_store(&r->removing, 1);
-		if (remove) {
-			snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/remove",
-				 self->pci);
-			ASSERT_EQ(0, write_str(path, "1"));
-		} else {
-			ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-		}
+		ASSERT_EQ(0, unplug_pci(self->pci, remove));
 		atomic_store(&r->gone, 1);
 
 		unplug_check_holder(_metadata, heap, buf, p, SZ_1M);
