@@ -36,6 +36,9 @@ guest_args=
 [ -n "${UIOHEAP_LONG:-}" ] && guest_args="$guest_args,long=1"
 [ -n "${UIOHEAP_FUZZ_SEED:-}" ] && guest_args="$guest_args,fuzz_seed=$UIOHEAP_FUZZ_SEED"
 vm_append=
+# The debug kernel's long forms take 23-25 minutes in TCG: an hour for them.
+vm_timeout=1500
+[ -n "${UIOHEAP_LONG:-}" ] && vm_timeout=3600
 [ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
 
 # The patched debug kernel (tests/kernel/): built once, then cached.
@@ -153,7 +156,7 @@ vm() {
 	log "VM: $name ($kver), IOMMU $iommu"
 	"$top/tests/vm/mkinitramfs.sh" "${args[@]}" >&2
 	"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$out/vm-$name-$iommu.cpio.gz" \
-		--iommu "$iommu" --log "$vmlog" --timeout 1500 \
+		--iommu "$iommu" --log "$vmlog" --timeout "$vm_timeout" \
 		--append "$vm_append" >"$tap" || rc=$?
 	# 124: timed out, 125: ended without finishing the payload
 	if [ $rc = 124 ] || [ $rc = 125 ]; then
