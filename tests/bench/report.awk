@@ -72,7 +72,6 @@ $2 == "profile" {
 	k = run SUBSEP $3
 	pn[k]++; ppath[k, pn[k]] = $4
 	pcalls[k, $4] = $5; pus[k, $4] = $6; pself[k, $4] = $7
-	last = $4; sub(/.*>/, "", last); ptot[k, last] += $6
 	next
 }
 

@@ -27,7 +27,7 @@ FNR == 1 {
 			continue
 		if (!(p[1] in known)) { known[p[1]] = 1; key[++nkey] = p[1] }
 		val[name, p[1]] += p[2]; has[name, p[1]] = 1
-		tot[p[1]] += p[2]; thas[p[1]] = 1
+		tot[p[1]] += p[2]
 	}
 }
 END {

@@ -142,12 +142,6 @@ static inline int unplug_pci(const char *pci, bool remove)
 	return write_str(path, "1");
 }
 
-/* The PCI address of UIO device @uio into @pci. */
-static inline int uio_pci(const char *uio, char *pci, size_t size)
-{
-	return uio_pci_name(uio, pci, size);
-}
-
 /* The UIO device of PCI device @pci, or -ENOENT. */
 static inline int pci_uio(const char *pci, char *uio, size_t size)
 {
@@ -155,7 +149,7 @@ static inline int pci_uio(const char *pci, char *uio, size_t size)
 	int n = find_edus(names, 16), i;
 
 	for (i = 0; i < n; i++) {
-		if (uio_pci(names[i], other, sizeof(other)))
+		if (uio_pci_name(names[i], other, sizeof(other)))
 			continue;
 		if (!strcmp(other, pci) && strlen(names[i]) < size) {
 			memcpy(uio, names[i], strlen(names[i]) + 1);

@@ -278,7 +278,7 @@ static inline int wide_edu_pci(char *pci, size_t size)
 	n = find_edus(names, 8);
 	for (i = 0; i < n; i++)
 		if (!edu_is_narrow(names[i]))
-			return uio_pci(names[i], pci, size);
+			return uio_pci_name(names[i], pci, size);
 	return -ENODEV;
 }
 

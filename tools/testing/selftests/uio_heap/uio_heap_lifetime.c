@@ -39,7 +39,7 @@ FIXTURE_SETUP(dev)
 		if (!edu_is_narrow(names[i]))
 			break;
 	strcpy(self->uio, names[i]);
-	ASSERT_EQ(0, uio_pci(self->uio, self->pci, sizeof(self->pci)));
+	ASSERT_EQ(0, uio_pci_name(self->uio, self->pci, sizeof(self->pci)));
 	node_of(self->node, sizeof(self->node), self->uio);
 	ASSERT_TRUE(path_exists(self->node));
 }
