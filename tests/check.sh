@@ -17,6 +17,8 @@ ksrc=$(ksrc_dir)
 export UIOHEAP_KMODS=${UIOHEAP_KMODS---kmod vgem}
 mapfile -t kernels < <(stock_kernels)
 [ ${#kernels[@]} -ge 2 ] || die "expected two stock kernels, found: ${kernels[*]}"
+# The archive moves (security updates): say what this run tested.
+log "kernels ${kernels[*]}, linux-source-6.12 $(dpkg-query -W -f='${Version}' linux-source-6.12), $(qemu-system-x86_64 --version | head -n 1)"
 
 # For quicker runs while developing (CI sets none of these):
 #   UIOHEAP_KERNELS="6.12*"  UIOHEAP_IOMMU_MODES=on  UIOHEAP_SUITES=uio_heap_test
@@ -35,10 +37,10 @@ guest_args=
 [ -n "${UIOHEAP_SUITES:-}" ] && guest_args="$guest_args,suites=${UIOHEAP_SUITES// /+}"
 [ -n "${UIOHEAP_LONG:-}" ] && guest_args="$guest_args,long=1"
 [ -n "${UIOHEAP_FUZZ_SEED:-}" ] && guest_args="$guest_args,fuzz_seed=$UIOHEAP_FUZZ_SEED"
-vm_append=
 # The debug kernel's long forms take 23-25 minutes in TCG: an hour for them.
 vm_timeout=1500
 [ -n "${UIOHEAP_LONG:-}" ] && vm_timeout=3600
+vm_append=
 [ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
 
 # The patched debug kernel (tests/kernel/): built once, then cached.
@@ -79,8 +81,7 @@ host_checks() {
 	local msg k files ko
 	echo "TAP version 13"
 
-	files=$(cd "$top" && git ls-files -co --exclude-standard \
-		'drivers/*.c' 'drivers/*.h' 'include/*.h' | grep -v 'conftest\.h$')
+	files=$(source_files | grep -E '^(drivers/.*\.[ch]|include/.*\.h)$' | grep -v 'conftest\.h$')
 	msg=$(cd "$top" && perl "$ksrc/scripts/checkpatch.pl" --strict --no-tree \
 		--quiet --no-summary --show-types -f $files 2>&1) || true
 	[ -z "$msg" ] && tap_line OK "checkpatch --strict (sources)" || tap_line FAIL "checkpatch --strict (sources)" "$msg"
@@ -135,6 +136,9 @@ if [ -n "${UIOHEAP_QUICK:-}" ]; then
 else
 	log "host checks"
 	host_checks | tee "$tapdir/host.tap" || true
+	grep -q '^1\.\.' "$tapdir/host.tap" ||
+		printf 'not ok %s host checks ran to their end\n' "$(grep -c '^ok\|^not ok' "$tapdir/host.tap")" |
+		tee -a "$tapdir/host.tap"
 fi
 
 log "building userspace"
@@ -143,40 +147,51 @@ payload=$out/payload
 rm -rf "$payload" && mkdir -p "$payload"
 cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" "$payload/"
 
-# vm NAME VMLINUZ KVER MODDIR IOMMU KMODS KO...: one VM, one TAP file.
+# vm NAME KIND VMLINUZ KVER MODDIR IOMMU KMODS GUEST_ARGS KO...: one VM, one
+# TAP file: the payload's streams, then the host's verdict on them.
 vm() {
-	local name=$1 vmlinuz=$2 kver=$3 moddir=$4 iommu=$5 kmods=$6 rc=0 ko
-	shift 6
-	local tap=$tapdir/$name-iommu-$iommu.tap vmlog=$out/vm-$name-$iommu.log
+	local name=$1 kind=$2 vmlinuz=$3 kver=$4 moddir=$5 iommu=$6 kmods=$7 gargs=$8 rc=0 ko
+	shift 8
+	local base=$out/vm-$name-$iommu tap=$tapdir/$name-iommu-$iommu.tap
 	local args=(--kver "$kver" --modules-dir "$moddir" --payload "$payload"
-		    --out "$out/vm-$name-$iommu.cpio.gz")
+		    --out "$base.cpio.gz")
 	for ko in "$@"; do args+=(--ko "$ko"); done
 	# shellcheck disable=SC2206
 	args+=($kmods)
-	log "VM: $name ($kver), IOMMU $iommu"
-	"$top/tests/vm/mkinitramfs.sh" "${args[@]}" >&2
-	"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$out/vm-$name-$iommu.cpio.gz" \
-		--iommu "$iommu" --log "$vmlog" --timeout "$vm_timeout" \
-		--append "$vm_append" >"$tap" || rc=$?
-	# 124: timed out, 125: ended without finishing the payload
-	if [ $rc = 124 ] || [ $rc = 125 ]; then
-		printf 'TAP version 13\n1..1\nnot ok 1 VM %s IOMMU %s finished (rc %s, see %s)\n' \
-			"$name" "$iommu" $rc "$vmlog" >>"$tap"
+	log "VM: $name ($kver, $kind)"
+	if "$top/tests/vm/mkinitramfs.sh" "${args[@]}" >&2; then
+		"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$base.cpio.gz" \
+			--iommu "$iommu" --log "$base.log" --klog "$base.kmsg" \
+			--timeout "$vm_timeout" --append "uioheap.args=$gargs $vm_append" \
+			>"$base.out" || rc=$?
+	else
+		rc=2; : >"$base.out"; : >"$base.kmsg"
 	fi
+	{
+		cat "$base.out"
+		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc
+	} >"$tap"
 	sed "s/^/[$name iommu=$iommu] /" "$tap"
 }
 
+# The release's major.minor: the kernel part of a VM's kind.
+kseries() { sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$1"; }
+
+vgem=0
+[[ " $UIOHEAP_KMODS " == *" vgem "* ]] && vgem=1
 for k in "${kernels[@]}"; do
 	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
-		vm "$k" "/boot/vmlinuz-$k" "$k" "/lib/modules/$k" "$iommu" \
-			"$UIOHEAP_KMODS" "$out/mod-$k/drivers/uio_heap/uio_heap.ko"
+		vm "$k" "$(kseries "$k")-stock-$iommu" "/boot/vmlinuz-$k" "$k" \
+			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
+			"$out/mod-$k/drivers/uio_heap/uio_heap.ko"
 	done
 done
+# KASAN, lockdep and DMA-API debugging with the IOMMU off and on.
 if [ -n "$debug" ]; then
-	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-on}; do
-		vm patched-debug "$debug/bzImage" "$debug_kver" \
-			"$debug/mods/lib/modules/$debug_kver" "$iommu" \
-			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq" \
+	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-${UIOHEAP_IOMMU_MODES:-off on}}; do
+		vm patched-debug "$(kseries "$debug_kver")-debug-$iommu" "$debug/bzImage" \
+			"$debug_kver" "$debug/mods/lib/modules/$debug_kver" "$iommu" \
+			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq" "patched=1,vgem=0" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
 	done
@@ -184,4 +199,7 @@ fi
 
 log "whole run: $((SECONDS - start)) s"
 "$top/tests/vm/summary.sh" "$tapdir"/*.tap | tee "$out/summary.txt"
+for f in "$tapdir"/*.tap; do
+	printf '# %-40s %s\n' "$(basename "$f" .tap)" "$("$top/tests/vm/tap-sum.sh" "$f" || true)"
+done | tee -a "$out/summary.txt"
 "$top/tests/vm/tap-sum.sh" "$tapdir"/*.tap

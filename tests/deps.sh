@@ -6,7 +6,7 @@
 set -euo pipefail
 
 pkgs=(
-	build-essential gcc make bc flex bison cpio xz-utils zstd kmod file
+	build-essential git gcc make bc flex bison cpio xz-utils zstd kmod file
 	libelf-dev libssl-dev dwarves
 	linux-headers-amd64 linux-headers-6.12-amd64
 	linux-image-amd64 linux-image-6.12-amd64
@@ -26,6 +26,10 @@ if [ "$(id -u)" != 0 ]; then
 	echo "deps: not root; install them by hand: apt-get install ${missing[*]}" >&2
 	exit 1
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q >/dev/null
-apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+# The VMs boot the kernels with an initramfs of their own: no initrd for
+# the host's /boot.
+export DEBIAN_FRONTEND=noninteractive INITRD=No
+aptlog=$(mktemp)
+trap 'rm -f "$aptlog"' EXIT
+{ apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } \
+	>"$aptlog" 2>&1 || { tail -n 40 "$aptlog" >&2; exit 1; }

@@ -14,12 +14,14 @@ rm -rf "$root" && mkdir -p "$root/tree" "$root/src" "$root/install/$kver"
 cp /lib/modules/"$kver"/modules.* "$root/install/$kver/" 2>/dev/null || true
 
 # What a release tarball holds: the tracked files.
-(cd "$top" && git ls-files -z | xargs -0 cp --parents -t "$root/src/" 2>/dev/null) ||
-	cp -a "$top/." "$root/src/"
+(cd "$top" && source_files | tr '\n' '\0' | xargs -0 cp --parents -t "$root/src/")
 mv "$root/src" "$root/uio-heap-$ver" && mkdir "$root/src" && mv "$root/uio-heap-$ver" "$root/src/"
 
+# No depmod on the host's /lib/modules, and a signing key of its own
+# rather than /var/lib/dkms/mok.* (dkms takes these from the environment).
+export mok_signing_key=$root/mok.key mok_certificate=$root/mok.pub
 d() {
-	dkms --dkmstree "$root/tree" --sourcetree "$root/src" \
+	dkms --no-depmod --dkmstree "$root/tree" --sourcetree "$root/src" \
 		--installtree "$root/install" "$@" -m uio-heap -v "$ver" -k "$kver"
 }
 d add >"$root/log" 2>&1

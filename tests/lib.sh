@@ -10,6 +10,16 @@ cache=${UIOHEAP_CACHE:-/var/cache/uio-heap}
 out=${UIOHEAP_OUT:-$top/build}
 mkdir -p "$cache" "$out"
 
+# The files a release holds: git's tracked files in a clone (whoever owns
+# it), everything but build output in an unpacked tarball.
+source_files() {
+	if [ -e "$top/.git" ]; then
+		git -c safe.directory='*' -C "$top" ls-files -co --exclude-standard
+	else
+		(cd "$top" && find . -path ./build -prune -o -type f -print | sed 's|^\./||')
+	fi
+}
+
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 

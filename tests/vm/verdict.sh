@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# verdict.sh KIND PAYLOAD KMSG RC: what one VM of make check must show,
+# as a TAP stream of named results.
+#
+#   KIND     the VM's kind, KERNEL-BUILD-IOMMU (e.g. 6.12-debug-on), looked up
+#            in tests/expectations
+#   PAYLOAD  the payload's output (run-vm.sh's stdout): suites between
+#            @@SUITE NAME@@ and @@SUITE-END NAME rc=N@@ markers
+#   KMSG     the kernel's console (run-vm.sh --klog): every kernel message
+#   RC       run-vm.sh's exit status (124: timed out, 125: ended early)
+#
+# Fails: a VM that did not finish or a payload that exited non-zero; an
+# expected suite that is missing, did not end, printed no plan or fewer
+# results than planned, or exited non-zero; a SKIP the expectations do not
+# allow; a test that reported a failed expectation and then passed or
+# skipped; any kernel report on the console.  UIOHEAP_SUITES narrows the
+# expected suites the way it narrows what the guest runs.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+expect=${UIOHEAP_EXPECTATIONS:-$top/tests/expectations}
+kind=$1 payload=$2 kmsg=$3 vmrc=$4
+
+n=0
+tap() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi
+	if [ -n "${3:-}" ]; then sed 's/^/# /' <<<"$3"; fi
+	return 0
+}
+
+# The expectations that apply to this kind, without comments.
+rules=$(sed 's/#.*//' "$expect" | while read -r what glob rest; do
+	[ -n "$what" ] || continue
+	# shellcheck disable=SC2053
+	if [[ $kind == $glob ]]; then printf '%s %s\n' "$what" "$rest"; fi
+done)
+expected=$(awk '$1 == "suites" { for (i = 2; i <= NF; i++) print $i }' <<<"$rules")
+if [ -n "${UIOHEAP_SUITES:-}" ]; then
+	expected=$(grep -xF -f <(printf '%s\n' setup kernel $UIOHEAP_SUITES) <<<"$expected" || true)
+fi
+
+echo "TAP version 13"
+case $vmrc in
+0) tap 0 "VM $kind: payload exit status 0" ;;
+124) tap 1 "VM $kind: finished (timed out)" ;;
+125) tap 1 "VM $kind: finished (ended before the payload did)" ;;
+*) tap 1 "VM $kind: payload exit status $vmrc" ;;
+esac
+
+# One line per suite seen: NAME ENDED RC PLAN RESULTS; one per skip:
+# "skip SUITE TEST"; one per hidden failure: "hidden SUITE TEST".
+facts=$(awk '
+function result_name(l) {
+	sub(/^(not )?ok [0-9]+ /, "", l); sub(/ *#.*/, "", l)
+	return l == "" ? "?" : l
+}
+/^@@SUITE [^ ]+@@$/ {
+	name = $2; sub(/@@$/, "", name); order[++ns] = name
+	ended[name] = "no"; rc[name] = "-"; plan[name] = "-"; res[name] = 0
+	insuite = 1; expected_fail = 0; next
+}
+/^@@SUITE-END [^ ]+ rc=[0-9]+@@$/ {
+	ended[name] = "yes"; r = $3; sub(/^rc=/, "", r); sub(/@@$/, "", r); rc[name] = r
+	insuite = 0; next
+}
+!insuite { next }
+/^1\.\.[0-9]+/ { if (plan[name] == "-") plan[name] = substr($0, 4) + 0; next }
+/^(not )?ok / { res[name]++ }
+/:Expected |EXPECTATION FAILED|ASSERTION FAILED/ { expected_fail = 1; next }
+{ l = $0; sub(/^[ \t]+/, "", l) }
+l ~ /^(not )?ok / {
+	if (tolower(l) ~ /#[ \t]*skip/) print "skip", name, result_name(l)
+	if (expected_fail && l ~ /^ok /) print "hidden", name, result_name(l)
+	expected_fail = 0
+}
+END { for (i = 1; i <= ns; i++) { s = order[i]; print "suite", s, ended[s], rc[s], plan[s], res[s] } }
+' "$payload")
+
+for s in $expected; do
+	line=$(grep -m1 "^suite $s " <<<"$facts" || true)
+	if [ -z "$line" ]; then
+		tap 1 "suite $s ran"
+		continue
+	fi
+	read -r _ _ ended rc plan res <<<"$line"
+	if [ "$ended" != yes ]; then
+		tap 1 "suite $s ran to its end (stopped after $res results)"
+	elif [ "$plan" = - ]; then
+		tap 1 "suite $s printed its plan (exit status $rc)"
+	elif [ "$res" -lt "$plan" ]; then
+		tap 1 "suite $s printed all $plan results (only $res, exit status $rc)"
+	else
+		case $rc in 0) tap 0 "suite $s: $res of $plan results, exit status $rc" ;;
+		*) tap 1 "suite $s: $res of $plan results, exit status $rc" ;;
+		esac
+	fi
+done
+while read -r _ s _; do
+	grep -qxF "$s" <<<"$expected" || tap 1 "suite $s is expected on $kind"
+done < <(grep '^suite ' <<<"$facts" || true)
+
+# Skips: each must match a "skip SUITE TEST-GLOB" rule of this kind.
+while read -r _ s t; do
+	ok=1
+	while read -r what rs rt _; do
+		# shellcheck disable=SC2053
+		[ "$what" = skip ] && [ "$rs" = "$s" ] && [[ $t == $rt ]] && { ok=0; break; }
+	done <<<"$rules"
+	[ $ok = 0 ] || tap 1 "SKIP of $s $t is allowed on $kind"
+done < <(grep '^skip ' <<<"$facts" || true)
+while read -r _ s t; do
+	tap 1 "$s $t: a failed expectation was reported as ok or SKIP"
+done < <(grep '^hidden ' <<<"$facts" || true)
+
+# The kernel's console, whole: the first line of every report.
+if ! grep -aq 'Linux version' "$kmsg" 2>/dev/null; then
+	tap 1 "kernel console captured ($kmsg)"
+else
+	reports=$(tr -d '\r' <"$kmsg" | grep -aE \
+		-e 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|KASAN' \
+		-e 'possible (recursive|circular) locking|possible .*deadlock|inconsistent lock state|lock held when returning' \
+		-e 'blocked for more than|rcu.*(stall|self-detected)|soft lockup|hard LOCKUP|Call Trace' \
+		-e 'DMA-API: .*(device driver|out of memory|disabling)' \
+		-e 'DMAR: \[DMA (Read|Write)|DMAR: DRHD: handling fault|arm-smmu.*event' || true)
+	count=$(grep -caE 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|possible .*(locking|deadlock)|inconsistent lock|blocked for more|stall|LOCKUP|DMA-API: |DMAR: \[' <<<"$reports" || true)
+	echo "# summary: kernel_reports=$count"
+	if [ -z "$reports" ]; then
+		tap 0 "kernel log clean ($(wc -l <"$kmsg") lines)"
+	else
+		tap 1 "kernel log clean" "$(head -n 30 <<<"$reports")"
+	fi
+fi
+echo "1..$n"
