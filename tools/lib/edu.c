@@ -247,6 +247,12 @@ int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
 	if (!len || edu_off >= EDU_BUF_SIZE || len >= EDU_BUF_SIZE - edu_off)
 		return -EINVAL;
 
+	/*
+	 * A transfer that completed after the device's last user let go
+	 * (unbound mid-transfer, say) leaves its interrupt raised: clear it,
+	 * or it would pass for ours.
+	 */
+	edu_write32(edu, EDU_REG_IRQ_ACK, edu_read32(edu, EDU_REG_IRQ_STATUS));
 	ret = edu_irq_unmask(edu);
 	if (ret)
 		return ret;
@@ -262,12 +268,19 @@ int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
 	edu_write64(edu, EDU_REG_DMA_COUNT, len);
 	edu_write64(edu, EDU_REG_DMA_CMD, cmd);
 
-	ret = edu_irq_wait(edu, timeout_ms);
-	if (ret)
-		return ret;
-	if (!(edu_read32(edu, EDU_REG_IRQ_STATUS) & EDU_IRQ_DMA))
-		return -EIO;
-	edu_write32(edu, EDU_REG_IRQ_ACK, EDU_IRQ_DMA);
-	/* The transfer is done when the start bit has cleared. */
-	return edu_read32(edu, EDU_REG_DMA_CMD) & EDU_DMA_START ? -EIO : 0;
+	for (;;) {
+		ret = edu_irq_wait(edu, timeout_ms);
+		if (ret)
+			return ret;
+		if (!(edu_read32(edu, EDU_REG_IRQ_STATUS) & EDU_IRQ_DMA))
+			return -EIO;
+		edu_write32(edu, EDU_REG_IRQ_ACK, EDU_IRQ_DMA);
+		/* The transfer is done when the start bit has cleared. */
+		if (!(edu_read32(edu, EDU_REG_DMA_CMD) & EDU_DMA_START))
+			return 0;
+		/* An interrupt raised before ours was acknowledged: wait on. */
+		ret = edu_irq_unmask(edu);
+		if (ret)
+			return ret;
+	}
 }
