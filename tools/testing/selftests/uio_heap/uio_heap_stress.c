@@ -1377,9 +1377,10 @@ TEST_F_TIMEOUT(unplug, unbind_while_in_use, LONG_TIMEOUT)
 }
 
 /*
- * Module races: unload attempts while the heaps are in use must be
- * refused; load/unload cycles with bound devices, with a thread opening
- * and allocating all along, bring the heaps back every time.
+ * Module races: load/unload cycles with bound devices, with threads
+ * opening and allocating all along: every unload attempt is refused
+ * while they hold a heap, and the heaps come back every time.  (Refusal
+ * while only a buffer fd or a mapping holds it: uio_heap_lifetime.)
  */
 FIXTURE(module) {
 	EDU_HEAPS_FIELDS;
@@ -1433,8 +1434,7 @@ struct module_load {
 	FIXTURE_DATA(module) *self;
 	uint64_t seed;
 	atomic_int stop;
-	atomic_int ready;
-	atomic_long iters, opens, open_fail;
+	atomic_long opens, open_fail;
 	struct first_error err;
 };
 
@@ -1442,142 +1442,6 @@ struct module_worker {
 	struct module_load *m;
 	int id;
 };
-
-/* Uses the heaps without ever letting go of all of them. */
-static void *module_worker_fn(void *arg)
-{
-	struct module_worker *w = arg;
-	struct module_load *m = w->m;
-	int n = m->self->n, h = w->id % n, heap, next, buf, ret;
-	struct prng rng;
-	unsigned char *p;
-	uint64_t addr;
-	size_t len;
-
-	prng_seed(&rng, m->seed + w->id);
-	heap = open(m->self->node[h], O_RDWR | O_CLOEXEC);
-	if (heap < 0) {
-		report(&m->err, "open %s: %s", m->self->node[h], strerror(errno));
-		return NULL;
-	}
-	atomic_fetch_add(&m->ready, 1);
-	while (!atomic_load(&m->stop)) {
-		len = PAGE_SZ << prng_below(&rng, 6);
-		buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
-		if (buf < 0) {
-			report(&m->err, "alloc: %s", strerror(-buf));
-			continue;
-		}
-		ret = uioheap_dma_addr(heap, buf, &addr, NULL);
-		if (ret)
-			report(&m->err, "address: %s", strerror(-ret));
-		p = uioheap_map(buf, len);
-		if (!p) {
-			report(&m->err, "mmap: %s", strerror(errno));
-		} else {
-			if (probe_pages(p, len, true, 1))
-				report(&m->err, "fault on a live buffer");
-			munmap(p, len);
-		}
-		close(buf);
-		/* A new heap fd before the old one goes: always holding one. */
-		if (prng_below(&rng, 16) == 0) {
-			h = (h + 1) % n;
-			next = open(m->self->node[h], O_RDWR | O_CLOEXEC);
-			if (next < 0) {
-				report(&m->err, "reopen: %s", strerror(errno));
-			} else {
-				close(heap);
-				heap = next;
-			}
-		}
-		atomic_fetch_add(&m->iters, 1);
-	}
-	close(heap);
-	return NULL;
-}
-
-#define MODULE_WORKERS	4
-
-TEST_F_TIMEOUT(module, rmmod_refused_while_in_use, 300)
-{
-	long refused = 0, ok = 0, wrong = 0, ms = SHORT_LONG(2000, 15000);
-	struct module_worker w[MODULE_WORKERS];
-	pthread_t tid[MODULE_WORKERS];
-	struct module_load *m;
-	long long start;
-	uint64_t v;
-	unsigned char *p;
-	int heap, buf, ret, i;
-
-	m = calloc(1, sizeof(*m));
-	ASSERT_NE(NULL, m);
-	first_error_init(&m->err, false);
-	m->self = self;
-	m->seed = run_seed("UIOHEAP_SEED");
-
-	/* A buffer held by nothing but its mapping. */
-	heap = open(self->node[0], O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, SZ_64K);
-	ASSERT_NE(NULL, p);
-	close(buf);
-	close(heap);
-	p[0] = 0x77;
-
-	for (i = 0; i < MODULE_WORKERS; i++) {
-		w[i] = (struct module_worker){ m, i };
-		ASSERT_EQ(0, pthread_create(&tid[i], NULL, module_worker_fn, &w[i]));
-	}
-	while (atomic_load(&m->ready) < MODULE_WORKERS && !m->err.count)
-		sleep_ms(1);
-
-	start = now_ms();
-	while (now_ms() - start < ms) {
-		ret = rmmod_nb("uio_heap");
-		if (ret == EWOULDBLOCK) {
-			refused++;
-		} else {
-			wrong++;
-			TH_LOG("delete_module while in use: %s", strerror(ret));
-			if (ret == 0) {
-				ok++;
-				break;
-			}
-		}
-		sleep_ms(5 + (refused % 20));
-	}
-	atomic_store(&m->stop, 1);
-	for (i = 0; i < MODULE_WORKERS; i++)
-		pthread_join(tid[i], NULL);
-	EXPECT_EQ(0, wrong);
-	EXPECT_EQ(0, atomic_load(&m->err.count))
-		TH_LOG("%ld errors, first: %s", atomic_load(&m->err.count),
-		       m->err.msg);
-	EXPECT_LT(0, atomic_load(&m->iters));
-
-	/* Only the mapping is left: still refused, and the memory intact. */
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	EXPECT_EQ(EWOULDBLOCK, rmmod_nb("uio_heap"));
-	refused++;
-	ASSERT_EQ(0, probe_read64((volatile uint64_t *)p, &v));
-	EXPECT_EQ(0x77, v & 0xff);
-	EXPECT_EQ(0, munmap(p, SZ_64K));
-
-	ASSERT_EQ(0, rmmod_nb("uio_heap"));
-	ok++;
-	EXPECT_FALSE(path_exists(self->node[0]));
-	EXPECT_FALSE(path_exists("/sys/class/uio_heap"));
-	ASSERT_EQ(0, insmod_file(self->ko));
-	module_heaps_back(_metadata, self, true, true);
-
-	printf("# %ld refusals in %ld ms while %ld allocations went on\n",
-	       refused, ms, atomic_load(&m->iters));
-	summary("rmmod_refused=%ld rmmod_ok=%ld", refused, ok);
-	free(m);
-}
 
 /* Opens and allocates all along, unloads or not. */
 static void *module_hammer_fn(void *arg)
