@@ -645,13 +645,14 @@ static inline void *dma_pump_fn(void *arg)
 {
 	struct dma_pump *d = arg;
 	volatile int ret;
-	int gone;
+	int gone, sig;
 
 	while (!atomic_load(&d->stop)) {
 		gone = atomic_load(&d->gone);
 		/* A removed device's BAR mapping faults. */
-		if (PROBE(ret = edu_dma(&d->edu, d->addr, 0, PUMP_LEN, false,
-					2000)) || ret) {
+		sig = PROBE(ret = edu_dma(&d->edu, d->addr, 0, PUMP_LEN, false,
+					  2000));
+		if (sig || ret) {
 			atomic_fetch_add(&d->failed, 1);
 			usleep(10000);
 			continue;

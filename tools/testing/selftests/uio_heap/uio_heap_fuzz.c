@@ -402,7 +402,8 @@ static void fz_ioctl(struct fz *f, enum fz_kind kind, int idx, int fd,
 {
 	unsigned int nr = _IOC_NR(cmd), size = _IOC_SIZE(cmd), in, out;
 	const unsigned int kcmd = DMA_HEAP_IOCTL_ALLOC;
-	bool alloc = kind == FK_HEAP && nr == 0 && _IOC_TYPE(cmd) == 'H';
+	/* Like the dma-heap core's, the node allocates for any number 0. */
+	bool alloc = kind == FK_HEAP && nr == 0;
 	int ret, got, newfd = -1, lowest = -1, bidx = -1;
 	struct expect e = { .any = true };
 	struct alloc_view v = { 0 };
@@ -414,7 +415,7 @@ static void fz_ioctl(struct fz *f, enum fz_kind kind, int idx, int fd,
 	in = (cmd & kcmd & _IOC(_IOC_WRITE, 0, 0, 0)) ? size : 0;
 	out = (cmd & kcmd & _IOC(_IOC_READ, 0, 0, 0)) ? size : 0;
 
-	/* A heap allocates for any command number 0: keep that bounded. */
+	/* Keep what may be allocated bounded. */
 	if (alloc) {
 		alloc_view(f->kbuf, in, &v);
 		if (alloc_valid(&v) && v.len >> 12 <= 2 * f->totalram) {
