@@ -1225,7 +1225,7 @@ static void unplug_loop(struct __test_metadata *_metadata,
 	struct unplug_closer cl;
 	unsigned long long bytes, bufs;
 	long long start = now_ms(), t;
-	long sigbus = 0, enodev = 0, opens[3] = { 0 }, touch_sigbus = 0;
+	long sigbus = 0, enodev = 0, opens[3] = { 0 }, touch_sigbus = 0, dma = 0;
 	char cls[96];
 	static struct dma_pump pump;
 	struct unplug_race *r;
@@ -1304,6 +1304,7 @@ static void unplug_loop(struct __test_metadata *_metadata,
 		unplug_check_holder(_metadata, heap, buf, p, SZ_1M);
 		why = dma_pump_finish(&pump);
 		EXPECT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
+		dma += atomic_load(&pump.ok);
 		/* Let every worker run a few rounds against the dead heap. */
 		t = now_ms();
 		for (i = 0; i < UNPLUG_WORKERS; i++)
@@ -1359,10 +1360,10 @@ static void unplug_loop(struct __test_metadata *_metadata,
 		if (_metadata->exit_code)
 			break;
 	}
-	printf("# %s: %d unplugs in %lld ms; workers saw %ld SIGBUS (toucher %ld), %ld ENODEV allocs; open failed ENOENT %ld ENXIO %ld ENODEV %ld\n",
+	printf("# %s: %d unplugs in %lld ms; workers saw %ld SIGBUS (toucher %ld), %ld ENODEV allocs; open failed ENOENT %ld ENXIO %ld ENODEV %ld; %ld device DMA transfers\n",
 	       remove ? "remove" : "unbind", it, now_ms() - start, sigbus,
-	       touch_sigbus, enodev, opens[0], opens[1], opens[2]);
-	summary("unplugs=%d", it);
+	       touch_sigbus, enodev, opens[0], opens[1], opens[2], dma);
+	summary("unplugs=%d dma_transfers=%ld", it, dma);
 	free(r);
 }
 
