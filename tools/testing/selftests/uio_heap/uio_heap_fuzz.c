@@ -461,6 +461,14 @@ static void fz_ioctl(struct fz *f, enum fz_kind kind, int idx, int fd,
 	} else if (kind == FK_HEAP) {
 		/* Unknown numbers: EINVAL, as the dma-heap core answers. */
 		exp_set(&e, EINVAL);
+	} else if (cmd == DMA_BUF_IOCTL_SYNC) {
+		/* The exporter's CPU access hooks never fail a live buffer. */
+		memcpy(&val, f->kbuf, 8);
+		if (!fz_readable(f, arg, 8))
+			exp_set(&e, EFAULT);
+		else if (!(val & ~(uint64_t)DMA_BUF_SYNC_VALID_FLAGS_MASK) &&
+			 val & DMA_BUF_SYNC_RW)
+			exp_set(&e, 0);
 	} else if (cmd == DMA_BUF_IOCTL_GET_DMA_ADDR) {
 		if (!f->patched)
 			exp_set(&e, ENOTTY);
