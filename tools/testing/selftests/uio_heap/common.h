@@ -626,8 +626,15 @@ FIXTURE_TEARDOWN(name)							\
  * Real DMA while a buffer is being revoked: a thread makes the edu write
  * a pattern into a heap buffer over and over (device to memory, 4000
  * bytes, so that the transfer stays inside QEMU 7.2's edu window) until
- * told to stop.  Transfers begun once the device is gone must not
- * complete.
+ * told to stop.  Polled, not interrupt-driven: a transfer in flight when
+ * the device goes must not leave an interrupt nobody will acknowledge.
+ *
+ * What can be asserted: the bytes land before the unplug; afterwards the
+ * old buffer is out of reach of the CPU (SIGBUS), and memory handed out
+ * again stays untouched (canary_clean()).  Whether a transfer "completes"
+ * after the unplug says nothing: the edu clears its start bit even when
+ * bus mastering is off and the write goes nowhere.  The host fails the
+ * run on any IOMMU fault in the kernel log.
  */
 #define PUMP_LEN	4000u
 
@@ -635,9 +642,8 @@ struct dma_pump {
 	struct edu edu;
 	uint64_t addr;			/* device address of the target */
 	unsigned char pattern[PUMP_LEN];
-	atomic_int gone;		/* set by the test after the unplug */
 	atomic_int stop;
-	atomic_long ok, failed, ok_after_gone;
+	atomic_long ok, failed;
 	pthread_t thread;
 };
 
@@ -645,21 +651,18 @@ static inline void *dma_pump_fn(void *arg)
 {
 	struct dma_pump *d = arg;
 	volatile int ret;
-	int gone, sig;
+	int sig;
 
 	while (!atomic_load(&d->stop)) {
-		gone = atomic_load(&d->gone);
-		/* A removed device's BAR mapping faults. */
-		sig = PROBE(ret = edu_dma(&d->edu, d->addr, 0, PUMP_LEN, false,
-					  2000));
+		/* A removed device's BAR mapping may fault. */
+		sig = PROBE(ret = edu_dma_polled(&d->edu, d->addr, 0, PUMP_LEN,
+						 false, 1000));
 		if (sig || ret) {
 			atomic_fetch_add(&d->failed, 1);
 			usleep(10000);
-			continue;
+		} else {
+			atomic_fetch_add(&d->ok, 1);
 		}
-		atomic_fetch_add(&d->ok, 1);
-		if (gone)
-			atomic_fetch_add(&d->ok_after_gone, 1);
 	}
 	return NULL;
 }
@@ -736,22 +739,6 @@ static inline void dma_pump_stop(struct dma_pump *d)
 	atomic_store(&d->stop, 1);
 	pthread_join(d->thread, NULL);
 	edu_close(&d->edu);
-}
-
-/*
- * After the unplug (d->gone set): lets the pump fail a few times, stops
- * it; no transfer begun after the unplug may have completed.
- */
-static inline const char *dma_pump_finish(struct dma_pump *d)
-{
-	long failed = atomic_load(&d->failed);
-	long long start = now_ms();
-
-	while (atomic_load(&d->failed) < failed + 3 && now_ms() - start < 10000)
-		sleep_ms(5);
-	dma_pump_stop(d);
-	return atomic_load(&d->ok_after_gone) ?
-		"a DMA transfer begun after the unplug completed" : NULL;
 }
 
 /*
