@@ -659,10 +659,12 @@ TEST_F(heap, buffers_identifiable)
  * is its physical address (q35 has no DMA offset).
  *
  * A page's physical address comes from /proc/self/pagemap where it tells
- * (not for VM_PFNMAP mappings, whose PTEs it reports as holes); else the
- * page's contents are looked for at the DMA address through /proc/kcore,
- * whose RAM segments carry physical addresses; else, for "on" only, an
- * address that is no System RAM in /proc/iomem cannot be the page's.
+ * (not for VM_PFNMAP mappings, whose PTEs it reports as holes), or for
+ * the first page from DMA-API debug's list of mappings (the debug
+ * kernel); else the page's contents are looked for at the DMA address
+ * through /proc/kcore, whose RAM segments carry physical addresses; else,
+ * for "on" only, an address that is no System RAM in /proc/iomem cannot
+ * be the page's.
  */
 enum page_is { PAGE_UNKNOWN, PAGE_AT_ADDR, PAGE_ELSEWHERE };
 
@@ -674,6 +676,29 @@ static uint64_t pagemap_phys(int fd, const void *va)
 	    !(e >> 63))
 		return 0;
 	return (e & ((1ULL << 55) - 1)) * PAGE_SZ;
+}
+
+/*
+ * Where DMA-API debug saw @pci's mapping at @dma start, or 0.  Its lines
+ * read "driver device type idx N P=phys D=dma L=len ...".
+ */
+static uint64_t dma_debug_phys(const char *pci, uint64_t dma)
+{
+	unsigned long long p, d;
+	char line[256], dev[40], *at;
+	uint64_t phys = 0;
+	FILE *f = fopen("/sys/kernel/debug/dma-api/dump", "re");
+
+	snprintf(dev, sizeof(dev), " %s ", pci);
+	while (f && !phys && fgets(line, sizeof(line), f)) {
+		at = strstr(line, " P=");
+		if (strstr(line, dev) && at &&
+		    sscanf(at, " P=%llx D=%llx", &p, &d) == 2 && d == dma)
+			phys = p;
+	}
+	if (f)
+		fclose(f);
+	return phys;
 }
 
 /* Is @page at physical @phys?  From /proc/kcore's RAM segments. */
@@ -787,6 +812,10 @@ TEST_F(heap, iommu_mode_is_the_requested_one)
 			const char *how = "pagemap";
 
 			phys = pagemap_phys(pm, va);
+			if (!phys && !n) {
+				how = "dma-api debug";
+				phys = dma_debug_phys(self->h.pci[i], addr);
+			}
 			if (phys) {
 				is = phys == at ? PAGE_AT_ADDR : PAGE_ELSEWHERE;
 			} else {
