@@ -334,6 +334,8 @@ int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr)
 	if (buf->revoked)
 		ret = -ENODEV;
 	else
+		ret = uio_heap_addr_permitted(buf->heap->dma_dev);
+	if (!ret)
 		*addr = buf->dma_addr;
 	mutex_unlock(&buf->lock);
 	return ret;

@@ -327,7 +327,24 @@ static ssize_t buffers_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(buffers);
 
+static ssize_t iommu_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	ssize_t ret;
+
+	down_read(&heap->sem);
+	if (heap->dead)
+		ret = -ENODEV;
+	else
+		ret = sysfs_emit(buf, "%s\n", uio_heap_iommu_mode(heap->dma_dev));
+	up_read(&heap->sem);
+	return ret;
+}
+static DEVICE_ATTR_RO(iommu);
+
 static struct attribute *uio_heap_attrs[] = {
+	&dev_attr_iommu.attr,
 	&dev_attr_dma_mask_bits.attr,
 	&dev_attr_max_bytes.attr,
 	&dev_attr_allocated_bytes.attr,
