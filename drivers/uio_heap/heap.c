@@ -60,10 +60,10 @@ int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 	if (data->heap_flags & ~DMA_HEAP_VALID_HEAP_FLAGS)
 		return -EINVAL;
 
-	/* A len whose rounding overflows becomes 0 here, as in the core. */
-	*len = PAGE_ALIGN(data->len);
-	if (!*len)
+	/* No silent truncation where size_t is 32 bits, nor a rounding to 0. */
+	if (!data->len || data->len > SIZE_MAX - PAGE_SIZE + 1)
 		return -EINVAL;
+	*len = PAGE_ALIGN(data->len);
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_check_alloc);
