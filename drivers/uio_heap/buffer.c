@@ -298,6 +298,7 @@ static void uio_heap_free_memory(struct uio_heap_buffer *buf)
 	sg_free_table(&buf->sgt);
 	dma_free_coherent(buf->heap->dma_dev, buf->size, buf->vaddr,
 			  buf->dma_addr);
+	uio_heap_low_zone_uncharge(buf->low_zone);
 }
 
 static void uio_heap_unaccount(struct uio_heap *heap, size_t size)
@@ -393,8 +394,9 @@ static int uio_heap_account(struct uio_heap *heap, size_t len)
  * @fd_flags:	O_CLOEXEC and access mode of the dma-buf file
  *
  * Return: the dma-buf, or an ERR_PTR(): -ENODEV if the heap's device has
- * gone, -ENOSPC beyond the heap's max_bytes, -ENOMEM if the DMA API cannot
- * provide the memory within the device's coherent mask.
+ * gone, -ENOSPC beyond the heap's max_bytes or the low-zone budget, -ENOMEM
+ * if the DMA API cannot provide the memory within the device's coherent
+ * mask.
  */
 struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 				      u32 fd_flags)
@@ -402,6 +404,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
 	struct uio_heap_buffer *buf;
 	struct dma_buf *dmabuf;
+	long charged;
 	int ret;
 
 	/* More than the RAM there is cannot succeed; fail before the DMA
@@ -430,12 +433,23 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->attachments);
 
-	/* dma_alloc_coherent() zeroes the memory. */
+	charged = uio_heap_low_zone_charge(heap->dma_dev, len);
+	if (charged < 0) {
+		ret = charged;
+		goto free_buf;
+	}
+	buf->low_zone = charged;
+
+	/*
+	 * dma_alloc_coherent() zeroes the memory.  The pages are charged to
+	 * the allocating task's memory cgroup where they come from the page
+	 * allocator (not from CMA or a device's own pool).
+	 */
 	buf->vaddr = dma_alloc_coherent(heap->dma_dev, len, &buf->dma_addr,
-					GFP_KERNEL | __GFP_NOWARN);
+					GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!buf->vaddr) {
 		ret = -ENOMEM;
-		goto free_buf;
+		goto uncharge;
 	}
 
 	/* The DMA API promises this; a wrong address must never leak out. */
@@ -483,6 +497,8 @@ free_sgt:
 	sg_free_table(&buf->sgt);
 free_coherent:
 	dma_free_coherent(heap->dma_dev, len, buf->vaddr, buf->dma_addr);
+uncharge:
+	uio_heap_low_zone_uncharge(buf->low_zone);
 free_buf:
 	mutex_destroy(&buf->lock);
 	kfree(buf);

@@ -474,6 +474,7 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 	heap->dma_dev = get_device(dma_dev);
 	heap->uio_dev = get_device(uio_dev);
 	heap->orig_mask = dma_dev->coherent_dma_mask;
+	heap->max_bytes = uio_heap_default_max_bytes();
 	init_rwsem(&heap->sem);
 	spin_lock_init(&heap->lock);
 	INIT_LIST_HEAD(&heap->buffers);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * uio-heap: who may learn a buffer's DMA address.
+ * uio-heap: who may learn a buffer's DMA address, and how much memory a
+ * heap may take.
  *
  * Behind a translating IOMMU the address is an IOVA: it reaches only this
  * buffer, so whoever may open the heap node may have it.  Without one (no
@@ -9,9 +10,12 @@
  * takes CAP_SYS_RAWIO unless the administrator says otherwise.
  */
 #include <linux/capability.h>
+#include <linux/dma-mapping.h>
 #include <linux/iommu.h>
+#include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/panic.h>
+#include <linux/sizes.h>
 
 #include "uio_heap.h"
 
@@ -71,4 +75,69 @@ int uio_heap_addr_permitted(struct device *dev)
 	pr_warn_once("uio_heap: unsafe_noiommu_addresses: %s (pid %d) gets physical DMA addresses of %s without CAP_SYS_RAWIO; kernel tainted\n",
 		     current->comm, task_pid_nr(current), dev_name(dev));
 	return 0;
+}
+
+static unsigned long long uio_heap_default_max;
+module_param_named(default_max_bytes, uio_heap_default_max, ullong, 0644);
+MODULE_PARM_DESC(default_max_bytes,
+		 "max_bytes of a new heap; 0 (default) for half of the RAM");
+
+/**
+ * uio_heap_default_max_bytes() - the limit a new heap starts with
+ *
+ * Return: default_max_bytes, or half of the RAM when that is 0.
+ */
+u64 uio_heap_default_max_bytes(void)
+{
+	u64 max = READ_ONCE(uio_heap_default_max);
+
+	return max ?: (u64)totalram_pages() << (PAGE_SHIFT - 1);
+}
+
+/*
+ * Without translation, a mask below 32 bits takes memory from the small
+ * zones below 4 GiB (x86's ZONE_DMA is 16 MiB) that the kernel's own
+ * drivers need: all heaps together get low_zone_max_bytes of it.
+ */
+static unsigned long uio_heap_low_zone_max = SZ_4M;
+module_param_named(low_zone_max_bytes, uio_heap_low_zone_max, ulong, 0644);
+MODULE_PARM_DESC(low_zone_max_bytes,
+		 "Bytes all heaps together may allocate untranslated below a 32-bit mask");
+
+static atomic_long_t uio_heap_low_zone_used;
+
+static int uio_heap_low_zone_get(char *buffer, const struct kernel_param *kp)
+{
+	return sysfs_emit(buffer, "%ld\n", atomic_long_read(&uio_heap_low_zone_used));
+}
+
+static const struct kernel_param_ops uio_heap_low_zone_ops = {
+	.get = uio_heap_low_zone_get,
+};
+module_param_cb(low_zone_bytes, &uio_heap_low_zone_ops, NULL, 0444);
+MODULE_PARM_DESC(low_zone_bytes, "Bytes allocated untranslated below a 32-bit mask");
+
+/**
+ * uio_heap_low_zone_charge() - charge an allocation to the low-zone budget
+ * @dev:	the device doing the DMA
+ * @len:	bytes about to be allocated with its current coherent mask
+ *
+ * Return: @len if charged (give it back with uio_heap_low_zone_uncharge()),
+ * 0 if the allocation does not come from the low zones, or -ENOSPC.
+ */
+long uio_heap_low_zone_charge(struct device *dev, size_t len)
+{
+	if (dev->coherent_dma_mask >= DMA_BIT_MASK(32) || uio_heap_translated(dev))
+		return 0;
+	if (atomic_long_add_return(len, &uio_heap_low_zone_used) >
+	    READ_ONCE(uio_heap_low_zone_max)) {
+		atomic_long_sub(len, &uio_heap_low_zone_used);
+		return -ENOSPC;
+	}
+	return len;
+}
+
+void uio_heap_low_zone_uncharge(size_t len)
+{
+	atomic_long_sub(len, &uio_heap_low_zone_used);
 }

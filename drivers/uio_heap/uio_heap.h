@@ -63,6 +63,7 @@ struct uio_heap {
  *			drops the dentry's reference before ->release() runs,
  *			and a revocation may come in between
  * @size:		size in bytes, a multiple of PAGE_SIZE
+ * @low_zone:		bytes charged to the low-zone budget (0 or @size)
  * @vaddr:		kernel address from dma_alloc_coherent()
  * @dma_addr:		address of the buffer for @heap->dma_dev
  * @sgt:		the pages backing the buffer, for importers
@@ -81,6 +82,7 @@ struct uio_heap_buffer {
 	struct dma_buf *dmabuf;
 	struct inode *inode;
 	size_t size;
+	size_t low_zone;
 	void *vaddr;
 	dma_addr_t dma_addr;
 	struct sg_table sgt;
@@ -120,6 +122,9 @@ extern atomic_long_t uio_heap_quarantined_bytes;
 /* policy.c */
 const char *uio_heap_iommu_mode(struct device *dev);
 int uio_heap_addr_permitted(struct device *dev);
+u64 uio_heap_default_max_bytes(void);
+long uio_heap_low_zone_charge(struct device *dev, size_t len);
+void uio_heap_low_zone_uncharge(size_t len);
 
 /* discover.c */
 int uio_heap_discover_init(void);

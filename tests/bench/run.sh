@@ -25,8 +25,10 @@ echo "@ info cmdline $(cat /proc/cmdline)"
 insmod /lib/modules/extra/uio_heap.ko ${UIOHEAP_MODPARAMS:-}
 uio=${UIOHEAP_EDU64_UIO%% *}
 [ -n "$uio" ] || { echo "@ error no 64-bit edu heap"; exit 1; }
-# The edu at 00:11.0 addresses 64 bits; the heap starts at 32.
+# The edu at 00:11.0 addresses 64 bits; the heap starts at 32.  The
+# largest-buffer test wants more than the default limit, half of the RAM.
 echo 64 >"/sys/class/uio_heap/$uio/dma_mask_bits"
+echo 0 >"/sys/class/uio_heap/$uio/max_bytes"
 [ -e /dev/udmabuf ] || echo "# no /dev/udmabuf: udmabuf not measured"
 
 set -- -h "$uio" -t "${UIOHEAP_BUDGET:-2}"

@@ -47,6 +47,7 @@
 #define PAGE_SZ	4096UL
 #define SZ_4K	4096UL
 #define SZ_64K	(64 * 1024UL)
+#define SZ_2M	(2 * 1024 * 1024UL)
 #define SZ_1M	(1024 * 1024UL)
 #define SZ_4M	(4 * 1024 * 1024UL)
 
@@ -549,6 +550,7 @@ struct edu_heaps {
 	char node[2][64];
 	uint64_t mask[2];
 	unsigned long long mask_bits[2];
+	unsigned long long max_bytes[2];
 };
 
 static inline void edu_heaps_get(struct __test_metadata *_metadata,
@@ -572,6 +574,8 @@ static inline void edu_heaps_get(struct __test_metadata *_metadata,
 						&h->mask_bits[i]));
 		h->mask[i] = h->mask_bits[i] >= 64 ?
 			~0ULL : (1ULL << h->mask_bits[i]) - 1;
+		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "max_bytes",
+						&h->max_bytes[i]));
 	}
 }
 
@@ -586,7 +590,7 @@ static inline void edu_heaps_restore(const struct edu_heaps *h)
 	for (i = 0; i < 2; i++) {
 		if (!h->uio[i][0])
 			continue;
-		uioheap_sysfs_write(h->uio[i], "max_bytes", 0);
+		uioheap_sysfs_write(h->uio[i], "max_bytes", h->max_bytes[i]);
 		if (h->mask_bits[i])
 			uioheap_sysfs_write(h->uio[i], "dma_mask_bits",
 					    h->mask_bits[i]);

@@ -10,6 +10,7 @@
  */
 #include <elf.h>
 #include <limits.h>
+#include <sys/mount.h>
 #include <sys/sysmacros.h>
 
 #include "kselftest_harness.h"
@@ -360,6 +361,86 @@ TEST_F(heap, narrow_mask_is_obeyed)
 	EXPECT_EQ(28, bits);
 }
 
+#define PARAMS "/sys/module/uio_heap/parameters/"
+
+static unsigned long long param(const char *name)
+{
+	unsigned long long v = ~0ULL;
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAMS "%s", name);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%llu", &v) != 1)
+			v = ~0ULL;
+		fclose(f);
+	}
+	return v;
+}
+
+/* A heap starts with a limit: half of the RAM unless the admin says else. */
+TEST_F(heap, max_bytes_has_a_default)
+{
+	unsigned long long kib = 0, max;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	ASSERT_NE(NULL, f);
+	while (!kib && fgets(line, sizeof(line), f))
+		sscanf(line, "MemTotal: %llu kB", &kib);
+	fclose(f);
+	ASSERT_NE(0, kib);
+	ASSERT_EQ(0, param("default_max_bytes"));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "max_bytes", &max));
+	EXPECT_EQ(kib * 1024 / 2, max);
+	ASSERT_EQ(0, uioheap_sysfs_read(self->narrow, "max_bytes", &max));
+	EXPECT_EQ(kib * 1024 / 2, max);
+}
+
+/*
+ * Untranslated, a mask below 32 bits draws on the kernel's small DMA
+ * zones: all heaps together get low_zone_max_bytes of them.  Behind an
+ * IOMMU the mask only bounds IOVAs, and there is no such budget.
+ */
+TEST_F(heap, low_zone_budget)
+{
+	const char *mode = getenv("UIOHEAP_IOMMU");
+	unsigned long long was = param("low_zone_max_bytes");
+	char text[32];
+	int fds[6], i, n = 0;
+	bool on;
+
+	ASSERT_NE(NULL, mode) TH_LOG("UIOHEAP_IOMMU is not set");
+	on = !strcmp(mode, "on");
+	ASSERT_NE(~0ULL, was);
+	ASSERT_EQ(0, param("low_zone_bytes"));
+	ASSERT_EQ(0, write_str(PARAMS "low_zone_max_bytes", "1048576"));
+	ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 28));
+
+	for (i = 0; i < 5; i++) {
+		fds[i] = uioheap_alloc(self->narrow_fd, SZ_64K * 4,
+				       O_RDWR | O_CLOEXEC);
+		if (fds[i] >= 0)
+			n++;
+		else
+			EXPECT_EQ(-ENOSPC, fds[i]) TH_LOG("%s", strerror(-fds[i]));
+	}
+	EXPECT_EQ(on ? 5 : 4, n);
+	EXPECT_EQ(on ? 0 : 1048576, param("low_zone_bytes"));
+	/* Raising the budget is the administrator's explicit limit. */
+	ASSERT_EQ(0, write_str(PARAMS "low_zone_max_bytes", "2097152"));
+	fds[5] = uioheap_alloc(self->narrow_fd, SZ_64K * 4, O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, fds[5]);
+
+	for (i = 0; i < 6; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	EXPECT_EQ(0, param("low_zone_bytes"));
+	snprintf(text, sizeof(text), "%llu", was);
+	EXPECT_EQ(0, write_str(PARAMS "low_zone_max_bytes", text));
+}
+
 /*
  * The mask is the parent's and a live buffer must stay inside it: a
  * narrowing that would strand one is refused until the buffer is gone.
@@ -384,6 +465,64 @@ TEST_F(heap, mask_never_strands_a_buffer)
 	EXPECT_EQ(was, bits);
 	close(fd);
 	EXPECT_EQ(0, uioheap_sysfs_write(self->wide, "dma_mask_bits", below));
+}
+
+#define CGROOT "/sys/fs/cgroup"
+#define CGTEST CGROOT "/uioheap-test"
+
+static long long memcg_current(void)
+{
+	long long v = -1;
+	FILE *f = fopen(CGTEST "/memory.current", "re");
+
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Buffer memory is charged to the allocating task's memory cgroup, so a
+ * group's memory.max bounds what its members can pin through a heap.
+ */
+TEST_F(heap, buffers_charged_to_memcg)
+{
+	const long long len = 4LL * SZ_2M;
+	long long before, held, after;
+	char pid[16];
+	int fds[4], i;
+
+	mkdir(CGROOT, 0755);
+	if (mount("none", CGROOT, "cgroup2", 0, NULL) && errno != EBUSY) {
+		ASSERT_EQ(ENODEV, errno) TH_LOG("mount cgroup2: %s", strerror(errno));
+		SKIP(return, "kernel without memory cgroups");
+	}
+	ASSERT_EQ(0, write_str(CGROOT "/cgroup.subtree_control", "+memory"));
+	ASSERT_TRUE(!mkdir(CGTEST, 0755) || errno == EEXIST);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	ASSERT_EQ(0, write_str(CGTEST "/cgroup.procs", pid));
+
+	before = memcg_current();
+	ASSERT_LE(0, before);
+	for (i = 0; i < 4; i++) {
+		fds[i] = uioheap_alloc(self->wide_fd, SZ_2M, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fds[i]) TH_LOG("%s", strerror(-fds[i]));
+	}
+	held = memcg_current();
+	for (i = 0; i < 4; i++)
+		close(fds[i]);
+	after = memcg_current();
+	write_str(CGROOT "/cgroup.procs", pid);
+	rmdir(CGTEST);
+
+	EXPECT_LE(before + len, held)
+		TH_LOG("memory.current %lld -> %lld with 8 MiB of buffers",
+		       before, held);
+	/* Give or take the odd slab page the close itself charged. */
+	EXPECT_GE(held - len + (long long)SZ_64K, after)
+		TH_LOG("memory.current %lld -> %lld after the close", held, after);
 }
 
 /*
