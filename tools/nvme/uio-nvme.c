@@ -148,6 +148,7 @@ int main(int argc, char **argv)
 		identify(&c);
 	else
 		ret = transfer(&c, !strcmp(cmd, "write"), lba, count);
+	fflush(stdout);
 	fprintf(stderr, "uio-nvme: %llu I/O commands\n", c.ios);
 	if (nvme_close(&c))
 		return failed(&c, "shutdown");

@@ -575,6 +575,57 @@ TEST_F_TIMEOUT(nvme, timeout_is_reported, TIMEOUT)
 	reopen_and_read(_metadata, self);
 }
 
+/*
+ * The example program, run as a user would run it: identify, and a read
+ * to stdout that must be the image.  It opens the controller itself, so
+ * the fixture's driver lets go first.
+ */
+TEST_F_TIMEOUT(nvme, program_reads_the_image, TIMEOUT)
+{
+	uint32_t lba_size = self->c.lba_size;
+	size_t len = 1 << 20, got = 0, n;
+	char cmd[192], line[256];
+	unsigned long long ios = 0;
+	bool serial = false;
+	uint8_t *data;
+	FILE *f;
+
+	ASSERT_EQ(0, access("./uio-nvme", X_OK)) TH_LOG("no ./uio-nvme in the payload");
+	ASSERT_EQ(0, ctrl_close(self));
+
+	snprintf(cmd, sizeof(cmd), "./uio-nvme %s identify 2>&1", self->uio);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f)) {
+		printf("# %s", line);
+		serial |= strstr(line, "serial uioheap0") != NULL;
+	}
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_TRUE(serial);
+
+	data = malloc(len + 1);
+	ASSERT_NE(NULL, data);
+	snprintf(cmd, sizeof(cmd), "./uio-nvme %s read 0 %zu 2>/tmp/uio-nvme.err",
+		 self->uio, len / lba_size);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	while ((n = fread(data + got, 1, len + 1 - got, f)) > 0)
+		got += n;
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_EQ(len, got);
+	EXPECT_EQ(-1, nvme_pattern_check(data, 0, len, self->seed));
+	free(data);
+	/* It says how many commands it ran: "uio-nvme: N I/O commands". */
+	f = fopen("/tmp/uio-nvme.err", "re");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "uio-nvme: %llu I/O commands", &ios) != 1)
+			printf("# %s", line);
+	fclose(f);
+	EXPECT_LE(len / (self->c.max_xfer ? : len), ios);
+	self->ios += ios;
+}
+
 /* Not an NVMe controller, no UIO device, no heap: refused, and said why. */
 TEST_F_TIMEOUT(nvme, bad_input_is_refused, TIMEOUT)
 {
