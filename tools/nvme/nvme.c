@@ -75,7 +75,11 @@
 
 #define ADMIN_DEPTH	32		/* our choice; AQA allows up to 4096 */
 #define DEFAULT_IO_DEPTH 256
-#define PRP_AREA_MAX	(2u << 20)	/* PRP lists of one queue, one buffer */
+/*
+ * The largest buffer asked of the heap: without an IOMMU it must be
+ * physically contiguous, which the page allocator gives up to 4 MiB.
+ */
+#define DMA_CHUNK_MAX	(2u << 20)
 #define CMD_TIMEOUT_MS	30000
 
 #define PCI_COMMAND		0x04
@@ -712,12 +716,14 @@ static int create_io_queues(struct nvme_ctrl *c, const struct nvme_opts *o)
 	/* MQES is 0-based: MQES + 1 entries at most. */
 	if (depth > CAP_MQES(c->cap) + 1u)
 		depth = CAP_MQES(c->cap) + 1;
-	/* One queue's PRP lists in one buffer of at most PRP_AREA_MAX. */
+	/* The SQ, and the queue's PRP lists, each in one heap buffer. */
 	entries = c->max_xfer / c->page;
 	for (list = 8; list < entries * 8; list <<= 1)
 		;
-	if (depth * list > PRP_AREA_MAX)
-		depth = PRP_AREA_MAX / list;
+	if (depth > DMA_CHUNK_MAX / sizeof(struct nvme_sqe))
+		depth = DMA_CHUNK_MAX / sizeof(struct nvme_sqe);
+	if (depth * list > DMA_CHUNK_MAX)
+		depth = DMA_CHUNK_MAX / list;
 	if (depth < 2)
 		return fail(c, -EINVAL, "an I/O queue needs at least 2 entries");
 
@@ -812,8 +818,6 @@ int nvme_open(struct nvme_ctrl *c, const char *uio,
 		ret = ctrl_disable(c);
 	if (ret)
 		goto out;
-	/* Polled: mask the controller's interrupts (INTx/MSI, not MSI-X). */
-	wr32(c, NVME_REG_INTMS, ~0u);
 	ret = pci_command(c, PCI_COMMAND_MASTER);
 	if (ret)
 		goto out;
@@ -823,6 +827,9 @@ int nvme_open(struct nvme_ctrl *c, const char *uio,
 		ret = dma_alloc_aligned(c, &c->ident, 4096);
 	if (!ret)
 		ret = ctrl_enable(c);
+	/* Polled: mask the controller's interrupts (INTx/MSI, not MSI-X). */
+	if (!ret)
+		wr32(c, NVME_REG_INTMS, ~0u);
 	if (!ret)
 		ret = identify_all(c);
 	if (!ret)

@@ -65,11 +65,11 @@ struct nvme_cpl {
 /* A submission/completion queue pair and what the driver tracks for it. */
 struct nvme_queue {
 	uint16_t qid;			/* 0: the admin queue */
-	uint16_t depth;			/* entries in each queue */
+	uint32_t depth;			/* entries in each queue (up to 65536) */
 	uint16_t sq_tail;		/* next SQ slot we fill */
 	uint16_t cq_head;		/* next CQ slot we look at */
 	uint8_t phase;			/* phase tag a new entry carries */
-	uint16_t inflight;		/* submitted, not yet completed */
+	uint32_t inflight;		/* submitted, not yet completed */
 	uint8_t created;		/* I/O queues: which exist on the device */
 	struct nvme_dma sq, cq;
 	struct nvme_dma prps;		/* one PRP list per command id */
