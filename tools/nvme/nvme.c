@@ -75,11 +75,6 @@
 
 #define ADMIN_DEPTH	32		/* our choice; AQA allows up to 4096 */
 #define DEFAULT_IO_DEPTH 256
-/*
- * The largest buffer asked of the heap: without an IOMMU it must be
- * physically contiguous, which the page allocator gives up to 4 MiB.
- */
-#define DMA_CHUNK_MAX	(2u << 20)
 #define CMD_TIMEOUT_MS	30000
 
 #define PCI_COMMAND		0x04
@@ -720,10 +715,10 @@ static int create_io_queues(struct nvme_ctrl *c, const struct nvme_opts *o)
 	entries = c->max_xfer / c->page;
 	for (list = 8; list < entries * 8; list <<= 1)
 		;
-	if (depth > DMA_CHUNK_MAX / sizeof(struct nvme_sqe))
-		depth = DMA_CHUNK_MAX / sizeof(struct nvme_sqe);
-	if (depth * list > DMA_CHUNK_MAX)
-		depth = DMA_CHUNK_MAX / list;
+	if (depth > NVME_DMA_CHUNK_MAX / sizeof(struct nvme_sqe))
+		depth = NVME_DMA_CHUNK_MAX / sizeof(struct nvme_sqe);
+	if (depth * list > NVME_DMA_CHUNK_MAX)
+		depth = NVME_DMA_CHUNK_MAX / list;
 	if (depth < 2)
 		return fail(c, -EINVAL, "an I/O queue needs at least 2 entries");
 

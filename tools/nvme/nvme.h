@@ -80,6 +80,13 @@ struct nvme_queue {
 
 #define NVME_MAX_IOQ	8
 
+/*
+ * The largest buffer worth asking the heap for: without an IOMMU it must
+ * be physically contiguous, which the page allocator gives up to 4 MiB
+ * and not reliably.  Queues and PRP lists stay within it; so should data.
+ */
+#define NVME_DMA_CHUNK_MAX	(2u << 20)
+
 struct nvme_ctrl {
 	char uio[16];			/* "uio2" */
 	char pci[32];			/* "0000:00:12.0" */

@@ -53,7 +53,7 @@ static void identify(struct nvme_ctrl *c)
 /*
  * Moves COUNT blocks in chunks of max_xfer, keeping up to a window of
  * chunks in flight: submit the whole window, then reap it.  Chunks may
- * complete in any order; each has its own part of the buffer.
+ * complete in any order; each has its own part of one buffer.
  */
 static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 		    uint64_t count)
@@ -68,8 +68,13 @@ static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 	ssize_t got;
 	int ret;
 
+	/* As many chunks as the queue and one heap buffer hold. */
 	if (window > 64)
 		window = 64;
+	if (window > NVME_DMA_CHUNK_MAX / c->max_xfer)
+		window = NVME_DMA_CHUNK_MAX / c->max_xfer;
+	if (!window)
+		window = 1;
 	ret = nvme_dma_alloc(c, &buf, (size_t)window * c->max_xfer);
 	if (ret)
 		return failed(c, "buffer");

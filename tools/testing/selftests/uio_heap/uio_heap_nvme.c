@@ -620,14 +620,15 @@ TEST_F_TIMEOUT(nvme, timeout_is_reported, TIMEOUT)
 }
 
 /*
- * The example program, run as a user would run it: identify, and a read
- * to stdout that must be the image.  It opens the controller itself, so
- * the fixture's driver lets go first.
+ * The example program, run as a user would run it: identify, and a 4 MiB
+ * read to stdout, more than one buffer's worth of chunks, that must be
+ * the image.  It opens the controller itself, so the fixture's driver
+ * lets go first.
  */
 TEST_F_TIMEOUT(nvme, program_reads_the_image, TIMEOUT)
 {
 	uint32_t lba_size = self->c.lba_size;
-	size_t len = 1 << 20, got = 0, n;
+	size_t len = 4 << 20, got = 0, n;
 	char cmd[192], line[256];
 	unsigned long long ios = 0;
 	bool serial = false;
