@@ -178,7 +178,17 @@ vm() {
 		cat "$base.out"
 		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc
 	} >"$tap"
-	sed "s/^/[$name iommu=$iommu] /" "$tap"
+	log "VM: $name ($kind) done: $("$top/tests/vm/tap-sum.sh" "$tap" || true)"
+}
+
+# Each VM is one TCG thread: UIOHEAP_JOBS of them at a time (default: one
+# per host CPU), longest first; their streams are printed in that order.
+jobs=${UIOHEAP_JOBS:-$(nproc)}
+started=()
+vm_bg() {
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+	vm "$@" &
+	started+=("$1 $6")
 }
 
 # The release's major.minor: the kernel part of a VM's kind.
@@ -186,23 +196,31 @@ kseries() { sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$1"; }
 
 vgem=0
 [[ " $UIOHEAP_KMODS " == *" vgem "* ]] && vgem=1
-for k in "${kernels[@]}"; do
-	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
-		vm "$k" "$(kseries "$k")-stock-$iommu" "/boot/vmlinuz-$k" "$k" \
-			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
-			"$out/mod-$k/drivers/uio_heap/uio_heap.ko"
-	done
-done
 # KASAN, lockdep and DMA-API debugging with the IOMMU off and on.
 if [ -n "$debug" ]; then
 	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-${UIOHEAP_IOMMU_MODES:-off on}}; do
-		vm patched-debug "$(kseries "$debug_kver")-debug-$iommu" "$debug/bzImage" \
+		vm_bg patched-debug "$(kseries "$debug_kver")-debug-$iommu" "$debug/bzImage" \
 			"$debug_kver" "$debug/mods/lib/modules/$debug_kver" "$iommu" \
 			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq" "patched=1,vgem=0" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
 	done
 fi
+for k in "${kernels[@]}"; do
+	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
+		vm_bg "$k" "$(kseries "$k")-stock-$iommu" "/boot/vmlinuz-$k" "$k" \
+			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
+			"$out/mod-$k/drivers/uio_heap/uio_heap.ko"
+	done
+done
+wait
+for v in ${started[@]+"${started[@]}"}; do
+	read -r name iommu <<<"$v"
+	f=$tapdir/$name-iommu-$iommu.tap
+	[ -s "$f" ] || printf 'TAP version 13\n1..1\nnot ok 1 VM %s IOMMU %s left a result file\n' \
+		"$name" "$iommu" >"$f"
+	sed "s/^/[$name iommu=$iommu] /" "$f"
+done
 
 log "whole run: $((SECONDS - start)) s"
 "$top/tests/vm/summary.sh" "$tapdir"/*.tap | tee "$out/summary.txt"

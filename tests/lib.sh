@@ -56,9 +56,15 @@ ksrc_dir() {
 }
 
 # The patched debug kernel's cache directory (tests/kernel/build.sh),
-# built by one run while any other waits for it.
+# built by one run while any other waits for it.  Builds for other inputs
+# are dropped: the cache holds one kernel.
 debug_kernel() {
-	flock "$cache/.lock-kernel" "$top/tests/kernel/build.sh"
+	local dir d
+	dir=$(flock "$cache/.lock-kernel" "$top/tests/kernel/build.sh") || return
+	for d in "$cache"/kernel-6.12-*; do
+		[ "$d" = "$dir" ] || [ -L "$d" ] || flock "$cache/.lock-kernel" rm -rf "$d"
+	done
+	echo "$dir"
 }
 
 # build_module KDIR DEST [make args...]: builds a private copy of the

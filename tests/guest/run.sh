@@ -46,7 +46,7 @@ fi
 # What /init did, and what every suite relies on.  Loaded after the devices
 # are bound: the heaps of pre-bound devices must be discovered at load time.
 setup() {
-	local f bdf drv u
+	local f bdf d drv u t r
 	echo "TAP version 13"
 	if [ -s /run/setup-failures ]; then
 		while IFS= read -r f; do tap 1 "boot: $f"; done </run/setup-failures
@@ -54,10 +54,18 @@ setup() {
 		tap 0 "boot: modules loaded, edu devices bound"
 	fi
 	for bdf in $UIOHEAP_EDU28 $UIOHEAP_EDU64; do
-		drv=$(readlink /sys/bus/pci/devices/$bdf/driver)
-		u=$(ls /sys/bus/pci/devices/$bdf/uio 2>/dev/null)
+		d=/sys/bus/pci/devices/$bdf
+		drv=$(readlink $d/driver)
+		u=$(ls $d/uio 2>/dev/null)
 		[ "${drv##*/}" = uio_pci_generic ] && [ -n "$u" ]
 		tap $? "edu $bdf bound to uio_pci_generic (${u:-no uio device})"
+		# The IOMMU the host asked for is there (the selftests prove IOVAs).
+		t=$(cat $d/iommu_group/type 2>/dev/null)
+		case ${UIOHEAP_IOMMU:-}:$t in
+		on:DMA|on:DMA-FQ|off:) r=0 ;;
+		*) r=1 ;;
+		esac
+		tap $r "IOMMU ${UIOHEAP_IOMMU:-unset}: edu $bdf domain ${t:-none}"
 	done
 	if [ "${UIOHEAP_VGEM:-0}" = 1 ]; then
 		[ -d /sys/module/vgem ]

@@ -79,6 +79,7 @@ l ~ /^(not )?ok / {
 END { for (i = 1; i <= ns; i++) { s = order[i]; print "suite", s, ended[s], rc[s], plan[s], res[s] } }
 ' "$payload")
 
+complete=0
 for s in $expected; do
 	line=$(grep -m1 "^suite $s " <<<"$facts" || true)
 	if [ -z "$line" ]; then
@@ -93,11 +94,12 @@ for s in $expected; do
 	elif [ "$res" -lt "$plan" ]; then
 		tap 1 "suite $s printed all $plan results (only $res, exit status $rc)"
 	else
-		case $rc in 0) tap 0 "suite $s: $res of $plan results, exit status $rc" ;;
+		case $rc in 0) tap 0 "suite $s: $res of $plan results, exit status $rc"; complete=$((complete + 1)) ;;
 		*) tap 1 "suite $s: $res of $plan results, exit status $rc" ;;
 		esac
 	fi
 done
+echo "# summary: suites_expected=$(wc -w <<<"$expected") suites_complete=$complete"
 while read -r _ s _; do
 	grep -qxF "$s" <<<"$expected" || tap 1 "suite $s is expected on $kind"
 done < <(grep '^suite ' <<<"$facts" || true)

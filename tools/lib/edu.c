@@ -234,10 +234,11 @@ static int edu_irq_wait(struct edu *edu, int timeout_ms)
 	return 0;
 }
 
-int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
-	    uint32_t len, bool to_device, int timeout_ms)
+/* Programs a transfer; with @irq, one that interrupts when it is done. */
+static int edu_dma_start(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
+			 uint32_t len, bool to_device, bool irq)
 {
-	uint32_t cmd = EDU_DMA_START | EDU_DMA_IRQ;
+	uint32_t cmd = EDU_DMA_START | (irq ? EDU_DMA_IRQ : 0);
 	int ret;
 
 	/*
@@ -247,9 +248,18 @@ int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
 	if (!len || edu_off >= EDU_BUF_SIZE || len >= EDU_BUF_SIZE - edu_off)
 		return -EINVAL;
 
-	ret = edu_irq_unmask(edu);
-	if (ret)
-		return ret;
+	if (irq) {
+		/*
+		 * A transfer that completed after the device's last user let
+		 * go (unbound mid-transfer, say) leaves its interrupt raised:
+		 * clear it, or it would pass for ours.
+		 */
+		edu_write32(edu, EDU_REG_IRQ_ACK,
+			    edu_read32(edu, EDU_REG_IRQ_STATUS));
+		ret = edu_irq_unmask(edu);
+		if (ret)
+			return ret;
+	}
 
 	if (to_device) {
 		edu_write64(edu, EDU_REG_DMA_SRC, dma_addr);
@@ -261,13 +271,41 @@ int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
 	}
 	edu_write64(edu, EDU_REG_DMA_COUNT, len);
 	edu_write64(edu, EDU_REG_DMA_CMD, cmd);
+	return 0;
+}
 
-	ret = edu_irq_wait(edu, timeout_ms);
-	if (ret)
-		return ret;
-	if (!(edu_read32(edu, EDU_REG_IRQ_STATUS) & EDU_IRQ_DMA))
-		return -EIO;
-	edu_write32(edu, EDU_REG_IRQ_ACK, EDU_IRQ_DMA);
-	/* The transfer is done when the start bit has cleared. */
-	return edu_read32(edu, EDU_REG_DMA_CMD) & EDU_DMA_START ? -EIO : 0;
+int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
+	    uint32_t len, bool to_device, int timeout_ms)
+{
+	int ret = edu_dma_start(edu, dma_addr, edu_off, len, to_device, true);
+
+	while (!ret) {
+		ret = edu_irq_wait(edu, timeout_ms);
+		if (ret)
+			return ret;
+		if (!(edu_read32(edu, EDU_REG_IRQ_STATUS) & EDU_IRQ_DMA))
+			return -EIO;
+		edu_write32(edu, EDU_REG_IRQ_ACK, EDU_IRQ_DMA);
+		/* The transfer is done when the start bit has cleared. */
+		if (!(edu_read32(edu, EDU_REG_DMA_CMD) & EDU_DMA_START))
+			return 0;
+		/* An interrupt raised before ours was acknowledged: wait on. */
+		ret = edu_irq_unmask(edu);
+	}
+	return ret;
+}
+
+int edu_dma_polled(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
+		   uint32_t len, bool to_device, int timeout_ms)
+{
+	int ret = edu_dma_start(edu, dma_addr, edu_off, len, to_device, false);
+
+	for (; !ret; timeout_ms--) {
+		if (!(edu_read32(edu, EDU_REG_DMA_CMD) & EDU_DMA_START))
+			return 0;
+		if (timeout_ms <= 0)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return ret;
 }

@@ -49,6 +49,14 @@ int edu_find(char names[][16], int max);
 int edu_dma(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
 	    uint32_t len, bool to_device, int timeout_ms);
 
+/*
+ * The same without interrupts: polls for the end of the transfer, so that
+ * a transfer the caller gives up on (its device went) leaves no interrupt
+ * behind.  Needs no UIO device, only the BAR.
+ */
+int edu_dma_polled(struct edu *edu, uint64_t dma_addr, uint32_t edu_off,
+		   uint32_t len, bool to_device, int timeout_ms);
+
 /* The device's identification register (0x010000ed for version 1.0). */
 uint32_t edu_id(struct edu *edu);
 

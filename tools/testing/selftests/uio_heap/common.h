@@ -1,36 +1,56 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Helpers shared by the uio_heap selftests.
+ * The uio_heap selftests' one helper library.  Include it after
+ * kselftest_harness.h.
  *
- * The VM bench gives each guest two edu devices bound to uio_pci_generic:
- * one at the device's default 28-bit DMA mask, one with a 64-bit mask.
- * UIOHEAP_EDU_NARROW names the PCI address of the 28-bit one.
+ * The VM bench gives each guest two edu devices bound to uio_pci_generic
+ * and says which is which: UIOHEAP_EDU28 is the PCI address of the one
+ * with the 28-bit DMA engine, UIOHEAP_EDU64 (first word) of a 64-bit one.
+ * Heaps are found from those addresses; a missing one is a failure, never
+ * a skip.  Index 0 of every pair below is the narrow edu, 1 the wide one.
+ *
+ * The helpers that return what failed, rather than asserting, are the
+ * ones worker threads and forked children use: they report() to the
+ * test's main thread, which asserts.
  */
 #ifndef UIO_HEAP_SELFTEST_COMMON_H
 #define UIO_HEAP_SELFTEST_COMMON_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/dma-buf.h>
+#include <linux/dma-heap.h>
+#include <linux/uio_heap.h>
 
 #include "lib/edu.h"
 #include "lib/uioheap.h"
 
+#define PAGE_SZ	4096UL
 #define SZ_4K	4096UL
 #define SZ_64K	(64 * 1024UL)
 #define SZ_1M	(1024 * 1024UL)
 #define SZ_4M	(4 * 1024 * 1024UL)
+
+#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
 
 static inline bool path_exists(const char *path)
 {
@@ -39,6 +59,7 @@ static inline bool path_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
+/* Writes @text to a sysfs or debugfs file: 0 or -errno. */
 static inline int write_str(const char *path, const char *text)
 {
 	ssize_t n, len = strlen(text);
@@ -60,7 +81,15 @@ static inline long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-/* Waits up to @ms for @path to exist (@want) or not; returns elapsed ms or -1. */
+static inline void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Waits up to @ms for @path to exist (@want) or not; elapsed ms or -1. */
 static inline long long wait_path(const char *path, bool want, int ms)
 {
 	long long start = now_ms();
@@ -73,10 +102,254 @@ static inline long long wait_path(const char *path, bool want, int ms)
 	return now_ms() - start;
 }
 
-/* The edu UIO devices, sorted: returns how many, names in @names. */
-static inline int find_edus(char names[][16], int max)
+/*
+ * What the VM bench says about the kernel under test: 1 or 0 from the
+ * environment variable @name, -1 if unset (the caller fails: a test that
+ * is not told what to expect cannot tell a regression from a skip).
+ */
+static inline int env_bool(const char *name)
 {
-	return edu_find(names, max);
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return -1;
+	return strcmp(v, "0") != 0;
+}
+
+/* UIOHEAP_LONG=1 (make check-long) selects the long forms. */
+#define SHORT_LONG(s, l)	(env_bool("UIOHEAP_LONG") == 1 ? (l) : (s))
+
+/* splitmix64: small, fast, reproducible. */
+struct prng {
+	uint64_t s;
+};
+
+static inline uint64_t prng_next(struct prng *r)
+{
+	uint64_t z = (r->s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static inline void prng_seed(struct prng *r, uint64_t seed)
+{
+	r->s = seed;
+	prng_next(r);
+}
+
+/* Uniform in [0, n), n > 0. */
+static inline uint64_t prng_below(struct prng *r, uint64_t n)
+{
+	return prng_next(r) % n;
+}
+
+/*
+ * One seed per run, picked before the harness forks the first test, so
+ * that every test of a run derives from it and one variable replays it.
+ */
+static uint64_t clock_seed;
+
+static void __attribute__((constructor)) clock_seed_init(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_seed = (uint64_t)ts.tv_sec * 1000000007ULL ^ ts.tv_nsec ^
+		     ((uint64_t)getpid() << 32);
+}
+
+/* The seed from @env, else the run's; printed so a run can be repeated. */
+static inline uint64_t run_seed(const char *env)
+{
+	const char *v = getenv(env);
+	uint64_t seed = v && *v ? strtoull(v, NULL, 0) : clock_seed;
+
+	printf("# seed: %llu (repeat with %s=%llu)\n",
+	       (unsigned long long)seed, env, (unsigned long long)seed);
+	fflush(stdout);
+	return seed;
+}
+
+/* "# summary: key=value ..." lines, which tests/vm/summary.sh sums. */
+static inline void summary(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("# summary: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+}
+
+/*
+ * Probing memory that may be revoked, from any thread: the handler jumps
+ * back into the thread that faulted, if that thread armed it.  A fault
+ * outside a probe kills the process, as it should.
+ */
+static __thread sigjmp_buf *volatile probe_tls_env;
+
+static inline void probe_barrier(void)
+{
+	__asm__ __volatile__("" ::: "memory");
+}
+
+/*
+ * Runs the statement @access with this thread's probe armed and evaluates
+ * to 0, or to the signal that cut it short.  A macro because sigsetjmp()
+ * has to run in the frame that makes the access; what @access changes and
+ * the caller reads after a signal must be volatile.
+ */
+#define PROBE(access) ({						\
+	sigjmp_buf probe_env_;						\
+	int probe_sig_;							\
+									\
+	probe_sig_ = sigsetjmp(probe_env_, 1);				\
+	if (!probe_sig_) {						\
+		probe_tls_env = &probe_env_;				\
+		probe_barrier();					\
+		access;							\
+		probe_barrier();					\
+	}								\
+	probe_tls_env = NULL;						\
+	probe_sig_;							\
+})
+
+static inline void probe_tls_handler(int sig)
+{
+	sigjmp_buf *env = probe_tls_env;
+
+	if (env) {
+		probe_tls_env = NULL;
+		siglongjmp(*env, sig);
+	}
+	signal(sig, SIG_DFL);
+}
+
+static void __attribute__((constructor)) probe_install(void)
+{
+	struct sigaction sa = { .sa_handler = probe_tls_handler };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+/*
+ * Touches one byte in every page of [p, p + len): writes @val if @write,
+ * else reads.  Returns 0, or the signal (SIGBUS, SIGSEGV) that stopped it.
+ */
+static inline int probe_pages(volatile unsigned char *p, size_t len,
+			      bool write, unsigned char val)
+{
+	volatile size_t off = 0;
+
+	return PROBE(for (; off < len; off += PAGE_SZ) {
+			if (write)
+				p[off] = val;
+			else
+				(void)p[off];
+		});
+}
+
+static inline int probe_read8(volatile unsigned char *p, unsigned char *val)
+{
+	return PROBE(*val = *p);
+}
+
+static inline int probe_read64(volatile uint64_t *p, uint64_t *val)
+{
+	return PROBE(*val = *p);
+}
+
+/*
+ * Page signatures: the first word of page i of buffer @id holds
+ * id << 20 | i.  Writes (@write) or checks the pages [first, first + n)
+ * of a mapping at @p that starts at page @first.  Returns 0, the signal
+ * that hit, or -1 on a mismatch; *@at is the page it stopped at and
+ * *@seen what was there.
+ */
+static inline int sig_pages(volatile unsigned char *p, size_t first, size_t n,
+			    uint64_t id, bool write, size_t *at, uint64_t *seen)
+{
+	volatile bool bad = false;
+	volatile size_t i = 0;
+	int sig;
+
+	sig = PROBE(for (; i < n; i++) {
+			volatile uint64_t *w = (volatile uint64_t *)(p + i * PAGE_SZ);
+			uint64_t want = id << 20 | (first + i);
+
+			if (write) {
+				*w = want;
+			} else if (*w != want) {
+				*seen = *w;
+				bad = true;
+				break;
+			}
+		});
+	*at = first + i;
+	return sig ? sig : bad ? -1 : 0;
+}
+
+/* The first failure of a group of workers, kept for the main thread. */
+struct first_error {
+	pthread_mutex_t lock;
+	atomic_long count;
+	char msg[512];
+};
+
+static inline void first_error_init(struct first_error *e, bool shared)
+{
+	pthread_mutexattr_t attr;
+
+	pthread_mutexattr_init(&attr);
+	if (shared)
+		pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+	pthread_mutex_init(&e->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
+	atomic_store(&e->count, 0);
+	e->msg[0] = '\0';
+}
+
+static inline void __attribute__((format(printf, 2, 3)))
+report(struct first_error *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (atomic_fetch_add(&e->count, 1) == 0) {
+		pthread_mutex_lock(&e->lock);
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+		va_end(ap);
+		pthread_mutex_unlock(&e->lock);
+	}
+}
+
+/* UIO_HEAP_IOCTL_GET_DMA_ADDR, and only it: 0 or the errno. */
+static inline int heap_addr(int heap, int buf, uint32_t flags, uint64_t *addr)
+{
+	struct uio_heap_dma_addr arg = { .fd = buf, .flags = flags };
+
+	if (ioctl(heap, UIO_HEAP_IOCTL_GET_DMA_ADDR, &arg))
+		return errno;
+	if (addr)
+		*addr = arg.dma_addr;
+	return 0;
+}
+
+/* DMA_BUF_IOCTL_GET_DMA_ADDR, and only it: 0 or the errno. */
+static inline int dmabuf_addr(int buf, uint64_t *addr)
+{
+	__u64 val = 0;
+
+	if (ioctl(buf, DMA_BUF_IOCTL_GET_DMA_ADDR, &val))
+		return errno;
+	*addr = val;
+	return 0;
 }
 
 static inline void node_of(char *node, size_t size, const char *uio)
@@ -85,48 +358,153 @@ static inline void node_of(char *node, size_t size, const char *uio)
 }
 
 /*
- * The heaps of the first @max edu devices: UIO names into @uio, nodes into
- * @node, each node waited for; with @mask, also the address mask each
- * heap's dma_mask_bits allows.  Returns how many (0: the caller skips), or
- * a negative errno when a heap is missing.
+ * The PCI address of the narrow (28-bit, @narrow) or the wide edu, from
+ * UIOHEAP_EDU28 and the first word of UIOHEAP_EDU64.  0 or -ENOENT.
  */
-static inline int edu_heaps(char uio[][16], char node[][64], uint64_t *mask,
-			    int max)
+static inline int edu_pci(bool narrow, char *pci, size_t size)
 {
-	unsigned long long bits;
-	char names[8][16];
-	int n, i;
+	const char *env = getenv(narrow ? "UIOHEAP_EDU28" : "UIOHEAP_EDU64");
+	size_t n;
 
-	n = find_edus(names, 8);
-	for (i = 0; i < n && i < max; i++) {
-		node_of(node[i], sizeof(node[0]), names[i]);
-		if (wait_path(node[i], true, 2000) < 0)
-			return -ENOENT;
-		strcpy(uio[i], names[i]);
-		if (!mask)
-			continue;
-		if (uioheap_sysfs_read(names[i], "dma_mask_bits", &bits))
-			return -EIO;
-		mask[i] = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
-	}
-	return i;
+	if (!env)
+		return -ENOENT;
+	n = strcspn(env, " +,");
+	if (!n || n >= size)
+		return -ENOENT;
+	memcpy(pci, env, n);
+	pci[n] = '\0';
+	return 0;
 }
 
-/* Is the edu behind @uio the one with the 28-bit DMA engine? */
-static inline bool edu_is_narrow(const char *uio)
+/* The UIO name of PCI device @pci, from its sysfs directory. */
+static inline int uio_of_pci(const char *pci, char *uio, size_t size)
 {
-	const char *narrow = getenv("UIOHEAP_EDU_NARROW");
-	struct edu edu;
-	bool ret;
+	char path[160];
+	struct dirent *de;
+	DIR *dir;
+	int ret = -ENOENT;
 
-	if (edu_open(&edu, uio))
-		return false;
-	ret = narrow && !strcmp(edu.pci, narrow);
-	edu_close(&edu);
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", pci);
+	dir = opendir(path);
+	if (!dir)
+		return -errno;
+	while ((de = readdir(dir))) {
+		if (strncmp(de->d_name, "uio", 3) || strlen(de->d_name) >= size)
+			continue;
+		memcpy(uio, de->d_name, strlen(de->d_name) + 1);
+		ret = 0;
+		break;
+	}
+	closedir(dir);
 	return ret;
 }
 
-#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
+/*
+ * Waits (bounded) until PCI device @pci has a UIO device and that one its
+ * heap node; the elapsed ms or -1.
+ */
+static inline long long wait_heap_of(const char *pci, char *uio, size_t size,
+				     int ms)
+{
+	long long start = now_ms();
+	char node[64];
+
+	while (uio_of_pci(pci, uio, size)) {
+		if (now_ms() - start > ms)
+			return -1;
+		usleep(5000);
+	}
+	node_of(node, sizeof(node), uio);
+	if (wait_path(node, true, ms - (now_ms() - start)) < 0)
+		return -1;
+	return now_ms() - start;
+}
+
+/*
+ * One allocation on @node, its address asked, mapped and touched: the
+ * heap works.  Returns NULL, or what failed.
+ */
+static inline const char *heap_check(const char *node, size_t len)
+{
+	static __thread char why[160];
+	unsigned char *p;
+	uint64_t addr;
+	int heap, buf, ret;
+
+	heap = open(node, O_RDWR | O_CLOEXEC);
+	if (heap < 0) {
+		snprintf(why, sizeof(why), "open %s: %s", node, strerror(errno));
+		return why;
+	}
+	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
+	if (buf < 0) {
+		snprintf(why, sizeof(why), "alloc on %s: %s", node,
+			 strerror(-buf));
+		close(heap);
+		return why;
+	}
+	ret = heap_addr(heap, buf, 0, &addr);
+	p = uioheap_map(buf, len);
+	if (ret || !p) {
+		snprintf(why, sizeof(why), "%s on %s: %s",
+			 ret ? "address" : "mmap", node,
+			 strerror(ret ? ret : errno));
+	} else if (probe_pages(p, len, true, 0x5a) ||
+		   probe_pages(p, len, false, 0) || p[len - PAGE_SZ] != 0x5a) {
+		snprintf(why, sizeof(why), "access to a buffer of %s", node);
+	} else {
+		why[0] = '\0';
+	}
+	if (p)
+		munmap(p, len);
+	close(buf);
+	close(heap);
+	return why[0] ? why : NULL;
+}
+
+/* allocated_bytes and buffers of heap @uio; -errno if unreadable. */
+static inline int heap_usage(const char *uio, unsigned long long *bytes,
+			     unsigned long long *bufs)
+{
+	int ret = uioheap_sysfs_read(uio, "allocated_bytes", bytes);
+
+	return ret ? ret : uioheap_sysfs_read(uio, "buffers", bufs);
+}
+
+static inline bool module_loaded(const char *name)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/sys/module/%s/initstate", name);
+	return path_exists(path);
+}
+
+/* delete_module(O_NONBLOCK): 0 or the errno. */
+static inline int rmmod_nb(const char *name)
+{
+	return syscall(__NR_delete_module, name, O_NONBLOCK) ? errno : 0;
+}
+
+/* finit_module() of a .ko file: 0 or the errno. */
+static inline int insmod_file(const char *path)
+{
+	int fd, ret;
+
+	if (!path)
+		return ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ret = syscall(__NR_finit_module, fd, "", 0) ? errno : 0;
+	close(fd);
+	return ret;
+}
+
+/* Loads $UIOHEAP_KO if uio_heap is not loaded: 0 or an errno. */
+static inline int ensure_uio_heap_loaded(void)
+{
+	return module_loaded("uio_heap") ? 0 : insmod_file(getenv("UIOHEAP_KO"));
+}
 
 /*
  * Takes PCI device @pci away from under its heap: removes it from the bus
@@ -142,66 +520,269 @@ static inline int unplug_pci(const char *pci, bool remove)
 	return write_str(path, "1");
 }
 
-/* The UIO device of PCI device @pci, or -ENOENT. */
-static inline int pci_uio(const char *pci, char *uio, size_t size)
+/*
+ * Whatever happened before, PCI device @pci present and bound again, its
+ * heap back (UIO name into @uio): a teardown's way to stop one failed
+ * test from breaking the next.  0 or -1.
+ */
+static inline int replug_pci(const char *pci, char *uio, size_t size)
 {
-	char names[16][16], other[32];
-	int n = find_edus(names, 16), i;
+	char path[128];
 
-	for (i = 0; i < n; i++) {
-		if (uio_pci_name(names[i], other, sizeof(other)))
-			continue;
-		if (!strcmp(other, pci) && strlen(names[i]) < size) {
-			memcpy(uio, names[i], strlen(names[i]) + 1);
-			return 0;
-		}
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", pci);
+	if (!path_exists(path))
+		write_str("/sys/bus/pci/rescan", "1");
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", pci);
+	if (wait_path(path, true, 2000) < 0)
+		write_str(UIO_PCI_GENERIC "/bind", pci);
+	return wait_heap_of(pci, uio, size, 5000) < 0 ? -1 : 0;
+}
+
+/*
+ * The heaps of both edu devices, [0] narrow and [1] wide: PCI address,
+ * UIO name, node, and the highest address each heap's mask allows.
+ * Asserts: a missing device or heap is a broken VM, not a skip.
+ */
+struct edu_heaps {
+	char pci[2][32];
+	char uio[2][16];
+	char node[2][64];
+	uint64_t mask[2];
+	unsigned long long mask_bits[2];
+};
+
+static inline void edu_heaps_get(struct __test_metadata *_metadata,
+				 struct edu_heaps *h)
+{
+	int i, ret;
+
+	ASSERT_EQ(0, geteuid()) TH_LOG("the uio_heap selftests run as root");
+	ret = ensure_uio_heap_loaded();
+	ASSERT_EQ(0, ret) TH_LOG("uio_heap not loaded, UIOHEAP_KO: %s",
+				 strerror(ret));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, edu_pci(!i, h->pci[i], sizeof(h->pci[i])))
+			TH_LOG("UIOHEAP_EDU%s does not name a PCI device",
+			       i ? "64" : "28");
+		ASSERT_LE(0, wait_heap_of(h->pci[i], h->uio[i],
+					  sizeof(h->uio[i]), 2000))
+			TH_LOG("%s: no UIO device with a heap", h->pci[i]);
+		node_of(h->node[i], sizeof(h->node[i]), h->uio[i]);
+		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "dma_mask_bits",
+						&h->mask_bits[i]));
+		h->mask[i] = h->mask_bits[i] >= 64 ?
+			~0ULL : (1ULL << h->mask_bits[i]) - 1;
 	}
-	return -ENOENT;
 }
 
-/* delete_module(O_NONBLOCK): returns 0 or the errno. */
-static inline int rmmod_nb(const char *name)
+/*
+ * The heaps' knobs as a test found them, put back by its teardown even
+ * when an ASSERT cut the test short.
+ */
+static inline void edu_heaps_restore(const struct edu_heaps *h)
 {
-	return syscall(__NR_delete_module, name, O_NONBLOCK) ? errno : 0;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (!h->uio[i][0])
+			continue;
+		uioheap_sysfs_write(h->uio[i], "max_bytes", 0);
+		if (h->mask_bits[i])
+			uioheap_sysfs_write(h->uio[i], "dma_mask_bits",
+					    h->mask_bits[i]);
+	}
 }
 
-/* finit_module() of a .ko file: returns 0 or the errno. */
-static inline int insmod_file(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
+/* A kselftest fixture @name with the heaps of both edus: n is 2. */
+#define EDU_HEAPS_FIELDS						\
+	struct edu_heaps h;						\
+	int n;								\
+	char (*uio)[16];						\
+	char (*node)[64];						\
+	uint64_t *mask
 
-	if (fd < 0)
-		return errno;
-	ret = syscall(__NR_finit_module, fd, "", 0) ? errno : 0;
-	close(fd);
-	return ret;
+#define EDU_HEAPS_SETUP(self) do {					\
+	edu_heaps_get(_metadata, &(self)->h);				\
+	(self)->n = 2;							\
+	(self)->uio = (self)->h.uio;					\
+	(self)->node = (self)->h.node;					\
+	(self)->mask = (self)->h.mask;					\
+} while (0)
+
+#define EDU_HEAPS_FIXTURE(name)						\
+FIXTURE(name) {								\
+	EDU_HEAPS_FIELDS;						\
+};									\
+FIXTURE_SETUP(name)							\
+{									\
+	EDU_HEAPS_SETUP(self);						\
+}									\
+FIXTURE_TEARDOWN(name)							\
+{									\
+	edu_heaps_restore(&self->h);					\
 }
 
-/* Touches memory that may fault: returns 0, or the signal it raised. */
-static sigjmp_buf probe_env;
+/*
+ * Real DMA while a buffer is being revoked: a thread makes the edu write
+ * a pattern into a heap buffer over and over (device to memory, 4000
+ * bytes, so that the transfer stays inside QEMU 7.2's edu window) until
+ * told to stop.  Polled, not interrupt-driven: a transfer in flight when
+ * the device goes must not leave an interrupt nobody will acknowledge.
+ *
+ * What can be asserted: the bytes land before the unplug; afterwards the
+ * old buffer is out of reach of the CPU (SIGBUS), and memory handed out
+ * again stays untouched (canary_clean()).  Whether a transfer "completes"
+ * after the unplug says nothing: the edu clears its start bit even when
+ * bus mastering is off and the write goes nowhere.  The host fails the
+ * run on any IOMMU fault in the kernel log.
+ */
+#define PUMP_LEN	4000u
 
-static inline void probe_sigbus(int sig)
-{
-	siglongjmp(probe_env, sig);
-}
+struct dma_pump {
+	struct edu edu;
+	uint64_t addr;			/* device address of the target */
+	unsigned char pattern[PUMP_LEN];
+	atomic_int stop;
+	atomic_long ok, failed;
+	pthread_t thread;
+};
 
-static inline int access_signal(volatile unsigned char *p, bool write)
+static inline void *dma_pump_fn(void *arg)
 {
-	struct sigaction sa = { .sa_handler = probe_sigbus }, old_bus, old_segv;
+	struct dma_pump *d = arg;
+	volatile int ret;
 	int sig;
 
-	sigaction(SIGBUS, &sa, &old_bus);
-	sigaction(SIGSEGV, &sa, &old_segv);
-	sig = sigsetjmp(probe_env, 1);
-	if (sig == 0) {
-		if (write)
-			*p = 0x5a;
-		else
-			(void)*p;
+	while (!atomic_load(&d->stop)) {
+		/* A removed device's BAR mapping may fault. */
+		sig = PROBE(ret = edu_dma_polled(&d->edu, d->addr, 0, PUMP_LEN,
+						 false, 1000));
+		if (sig || ret) {
+			atomic_fetch_add(&d->failed, 1);
+			usleep(10000);
+		} else {
+			atomic_fetch_add(&d->ok, 1);
+		}
 	}
-	sigaction(SIGBUS, &old_bus, NULL);
-	sigaction(SIGSEGV, &old_segv, NULL);
-	return sig;
+	return NULL;
+}
+
+/*
+ * Opens the edu behind @uio, loads its buffer with a pattern by DMA from
+ * heap @heap, and starts pumping it into the buffer at @addr.  Returns
+ * NULL, or what failed.
+ */
+static inline const char *dma_pump_start(struct dma_pump *d, const char *uio,
+					 int heap, uint64_t addr)
+{
+	uint64_t src_addr = 0;
+	unsigned char *src;
+	const char *why = NULL;
+	unsigned int i;
+	int buf;
+
+	memset(d, 0, sizeof(*d));
+	if (edu_open(&d->edu, uio))
+		return "edu_open";
+	for (i = 0; i < PUMP_LEN; i++)
+		d->pattern[i] = (unsigned char)(i * 7 + 0x3d);
+	buf = uioheap_alloc(heap, SZ_4K, O_RDWR | O_CLOEXEC);
+	src = buf < 0 ? NULL : uioheap_map(buf, SZ_4K);
+	if (!src || heap_addr(heap, buf, 0, &src_addr)) {
+		why = "source buffer";
+	} else {
+		memcpy(src, d->pattern, PUMP_LEN);
+		if (edu_dma(&d->edu, src_addr, 0, PUMP_LEN, true, 10000))
+			why = "DMA to the device";
+	}
+	if (src)
+		munmap(src, SZ_4K);
+	if (buf >= 0)
+		close(buf);
+	d->addr = addr;
+	if (!why && pthread_create(&d->thread, NULL, dma_pump_fn, d))
+		why = "pthread_create";
+	if (why)
+		edu_close(&d->edu);
+	return why;
+}
+
+/* Waits until @n transfers completed (false after 20 s). */
+static inline bool dma_pump_wait(struct dma_pump *d, long n)
+{
+	long long start = now_ms();
+
+	while (atomic_load(&d->ok) < n) {
+		if (now_ms() - start > 20000)
+			return false;
+		sleep_ms(5);
+	}
+	return true;
+}
+
+/*
+ * Before the unplug: transfers completed, and the last one's bytes are in
+ * the target buffer, mapped at @cpu.  NULL or what failed.
+ */
+static inline const char *dma_pump_landed(struct dma_pump *d,
+					  const unsigned char *cpu)
+{
+	if (!dma_pump_wait(d, 2))
+		return "no DMA transfer completed within 20 s";
+	if (memcmp(cpu, d->pattern, PUMP_LEN))
+		return "DMA wrote the wrong bytes";
+	return NULL;
+}
+
+static inline void dma_pump_stop(struct dma_pump *d)
+{
+	atomic_store(&d->stop, 1);
+	pthread_join(d->thread, NULL);
+	edu_close(&d->edu);
+}
+
+/*
+ * Fresh buffers of @node read zero and stay zero for @ms: no transfer
+ * aimed at revoked memory lands in memory handed out again (the edu
+ * completes a transfer 100 ms after it is started).  NULL or what failed.
+ */
+#define CANARY_BUFS	16
+
+static inline const char *canary_clean(const char *node, int ms)
+{
+	static __thread char why[96];
+	unsigned char *p[CANARY_BUFS];
+	int heap, fd, i, round;
+	size_t k;
+
+	why[0] = '\0';
+	heap = open(node, O_RDWR | O_CLOEXEC);
+	if (heap < 0)
+		return "canary: open";
+	for (i = 0; i < CANARY_BUFS; i++) {
+		fd = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+		p[i] = fd < 0 ? NULL : uioheap_map(fd, SZ_64K);
+		if (fd >= 0)
+			close(fd);
+		if (!p[i])
+			snprintf(why, sizeof(why), "canary: buffer %d", i);
+	}
+	for (round = 0; round < 2 && !why[0]; round++) {
+		if (round)
+			sleep_ms(ms);
+		for (i = 0; i < CANARY_BUFS && !why[0]; i++)
+			for (k = 0; k < SZ_64K && !why[0]; k++)
+				if (p[i][k])
+					snprintf(why, sizeof(why),
+						 "canary %d: byte %zu is %#x %s",
+						 i, k, p[i][k],
+						 round ? "later" : "at once");
+	}
+	for (i = 0; i < CANARY_BUFS; i++)
+		if (p[i])
+			munmap(p[i], SZ_64K);
+	close(heap);
+	return why[0] ? why : NULL;
 }
 
 #endif

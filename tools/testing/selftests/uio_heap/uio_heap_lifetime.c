@@ -7,83 +7,48 @@
  *
  * These tests unbind and remove devices: run them after uio_heap_test.
  */
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-
-#include <linux/dma-buf.h>
-#include <linux/dma-heap.h>
-#include <linux/uio_heap.h>
-
 #include "kselftest_harness.h"
 #include "common.h"
 
-
+/* The wide edu, which the tests unplug; the narrow one stays untouched. */
 FIXTURE(dev) {
-	char pci[32];		/* the edu device the test plays with */
-	char uio[16];
+	struct edu_heaps h;
+	char *pci;
+	char *uio;
 	char node[64];
 };
 
 FIXTURE_SETUP(dev)
 {
-	char names[8][16];
-	int n, i;
-
-	n = find_edus(names, 8);
-	if (n < 1)
-		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	/* Prefer the wide edu, so that the narrow one stays untouched. */
-	for (i = 0; i < n - 1; i++)
-		if (!edu_is_narrow(names[i]))
-			break;
-	strcpy(self->uio, names[i]);
-	ASSERT_EQ(0, uio_pci_name(self->uio, self->pci, sizeof(self->pci)));
-	node_of(self->node, sizeof(self->node), self->uio);
-	ASSERT_TRUE(path_exists(self->node));
+	edu_heaps_get(_metadata, &self->h);
+	self->pci = self->h.pci[1];
+	self->uio = self->h.uio[1];
+	strcpy(self->node, self->h.node[1]);
 }
 
+/* Device bound and module loaded again, whatever the test did. */
 FIXTURE_TEARDOWN(dev)
 {
+	ensure_uio_heap_loaded();
+	if (!module_loaded("uio_pci_generic"))
+		insmod_file(getenv("UIOHEAP_UIO_PCI_GENERIC_KO"));
+	write_str(UIO_PCI_GENERIC "/new_id", "1234 11e8");
+	replug_pci(self->h.pci[0], self->h.uio[0], sizeof(self->h.uio[0]));
+	replug_pci(self->pci, self->uio, 16);
 }
 
 /* After a device comes back: its (maybe new) UIO name and heap node. */
 static long long wait_heap_back(struct __test_metadata *_metadata,
-				const char *pci, char *uio, size_t size,
-				char *node, size_t nsize)
+				FIXTURE_DATA(dev) *self)
 {
-	long long start = now_ms(), t;
+	long long t = wait_heap_of(self->pci, self->uio, 16, 5000);
+	const char *why;
 
-	while (pci_uio(pci, uio, size)) {
-		ASSERT_GT(5000, now_ms() - start) TH_LOG("%s not back", pci);
-		usleep(5000);
-	}
-	node_of(node, nsize, uio);
-	t = wait_path(node, true, 5000);
-	ASSERT_LE(0, t) TH_LOG("%s did not appear", node);
-	return now_ms() - start;
-}
-
-static void heap_works(struct __test_metadata *_metadata, const char *node)
-{
-	int heap, buf;
-	uint64_t addr;
-	unsigned char *p;
-
-	heap = open(node, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	ASSERT_EQ(0, uioheap_dma_addr(heap, buf, &addr, NULL));
-	p = uioheap_map(buf, SZ_64K);
-	ASSERT_NE(NULL, p);
-	p[0] = 1;
-	p[SZ_64K - 1] = 2;
-	EXPECT_EQ(1, p[0]);
-	munmap(p, SZ_64K);
-	close(buf);
-	close(heap);
+	ASSERT_LE(0, t) TH_LOG("%s: no heap within 5 s", self->pci);
+	node_of(self->node, sizeof(self->node), self->uio);
+	why = heap_check(self->node, SZ_64K);
+	ASSERT_EQ(NULL, why) TH_LOG("%s", why);
+	return t;
 }
 
 TEST_F(dev, heap_follows_bind_and_unbind)
@@ -99,10 +64,8 @@ TEST_F(dev, heap_follows_bind_and_unbind)
 	EXPECT_FALSE(path_exists(path));
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
-	t = wait_heap_back(_metadata, self->pci, self->uio, sizeof(self->uio),
-			   self->node, sizeof(self->node));
+	t = wait_heap_back(_metadata, self);
 	EXPECT_GE(1000, t) TH_LOG("heap took %lld ms to appear", t);
-	heap_works(_metadata, self->node);
 }
 
 /*
@@ -119,8 +82,8 @@ static void check_revoked(struct __test_metadata *_metadata, int heap, int buf,
 	struct stat st;
 
 	EXPECT_FALSE(path_exists(node));
-	EXPECT_EQ(SIGBUS, access_signal(p, false));
-	EXPECT_EQ(SIGBUS, access_signal(p + SZ_64K - 1, true));
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
+	EXPECT_EQ(SIGBUS, probe_pages(p + SZ_64K - 1, 1, true, 0x5a));
 
 	EXPECT_EQ(-1, ioctl(heap, UIO_HEAP_IOCTL_GET_DMA_ADDR, &arg));
 	EXPECT_EQ(ENODEV, errno);
@@ -152,7 +115,7 @@ static pid_t child_holding(volatile unsigned char *p, int *go, int *done)
 			_exit(2);
 		if (read(to_child[0], &c, 1) != 1)
 			_exit(2);
-		c = access_signal(p + 1, false) == SIGBUS ? 'y' : 'n';
+		c = probe_pages(p + 1, 1, false, 0) == SIGBUS ? 'y' : 'n';
 		if (write(from_child[1], &c, 1) != 1)
 			_exit(2);
 		_exit(0);
@@ -164,32 +127,44 @@ static pid_t child_holding(volatile unsigned char *p, int *go, int *done)
 	return pid;
 }
 
+/*
+ * The device DMAs into the mapped buffer all along; @remove takes it off
+ * the bus, else it is unbound.
+ */
 static void revoke_while_mapped(struct __test_metadata *_metadata,
 				FIXTURE_DATA(dev) *self, bool remove)
 {
-	volatile unsigned char *p;
 	int heap, buf, go, done, status;
-	char c;
-	uint64_t addr;
+	static struct dma_pump pump;
+	volatile unsigned char *p;
+	const char *why;
+	uint64_t addr = 0;
 	pid_t pid;
+	char c;
 
 	heap = open(self->node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, heap);
 	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, buf);
-	ASSERT_EQ(0, uioheap_dma_addr(heap, buf, &addr, NULL));
+	ASSERT_EQ(0, heap_addr(heap, buf, 0, &addr));
 	p = uioheap_map(buf, SZ_64K);
 	ASSERT_NE(NULL, p);
-	p[0] = 0x11;
-	p[1] = 0x33;
-	pid = child_holding(p, &go, &done);
+	/* The device writes the first page, the child reads the second. */
+	p[SZ_4K] = 0x11;
+	p[SZ_4K + 1] = 0x33;
+	pid = child_holding(p + SZ_4K, &go, &done);
 	ASSERT_LT(0, pid);
 	ASSERT_EQ(1, read(done, &c, 1));
 	EXPECT_EQ('y', c);
 
-	ASSERT_EQ(0, unplug_pci(self->pci, remove));
+	why = dma_pump_start(&pump, self->uio, heap, addr);
+	ASSERT_EQ(NULL, why) TH_LOG("%s", why);
+	why = dma_pump_landed(&pump, (const unsigned char *)p);
+	EXPECT_EQ(NULL, why) TH_LOG("%s", why);
 
+	ASSERT_EQ(0, unplug_pci(self->pci, remove));
 	check_revoked(_metadata, heap, buf, p, self->node);
+	dma_pump_stop(&pump);
 	ASSERT_EQ(1, write(go, "x", 1));
 	ASSERT_EQ(1, read(done, &c, 1));
 	EXPECT_EQ('y', c) TH_LOG("the child's mapping was not revoked");
@@ -207,9 +182,9 @@ static void revoke_while_mapped(struct __test_metadata *_metadata,
 	} else {
 		ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
 	}
-	wait_heap_back(_metadata, self->pci, self->uio, sizeof(self->uio),
-		       self->node, sizeof(self->node));
-	heap_works(_metadata, self->node);
+	wait_heap_back(_metadata, self);
+	why = canary_clean(self->node, 500);
+	EXPECT_EQ(NULL, why) TH_LOG("%s", why);
 }
 
 TEST_F(dev, unbind_revokes_mapped_buffer)
@@ -238,9 +213,7 @@ TEST_F(dev, close_after_unbind)
 	for (i = 0; i < 4; i++)
 		EXPECT_EQ(0, close(buf[i]));
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
-	wait_heap_back(_metadata, self->pci, self->uio, sizeof(self->uio),
-		       self->node, sizeof(self->node));
-	heap_works(_metadata, self->node);
+	wait_heap_back(_metadata, self);
 }
 
 /*
@@ -303,11 +276,14 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	struct vgem_gem_close gclose = { 0 };
 	unsigned long long before, bytes;
 	volatile unsigned char *p;
-	int drm, heap, buf;
+	int drm, heap, buf, vgem = env_bool("UIOHEAP_VGEM");
 
+	/* The debug kernel has no DRM; the stock ones must have vgem. */
+	ASSERT_NE(-1, vgem) TH_LOG("UIOHEAP_VGEM is not set");
+	if (!vgem)
+		SKIP(return, "kernel without vgem");
 	drm = open_vgem();
-	if (drm < 0)
-		SKIP(return, "no vgem device to import with");
+	ASSERT_LE(0, drm) TH_LOG("UIOHEAP_VGEM=1, but no vgem device");
 	heap = open(self->node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, heap);
 
@@ -336,7 +312,7 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_PRIME_FD_TO_HANDLE, &prime));
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	EXPECT_EQ(SIGBUS, access_signal(p, false));
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
 	EXPECT_EQ(before + SZ_64K, quarantined_bytes());
 
 	/* The importer lets go after the device went, then we do. */
@@ -348,49 +324,42 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	close(drm);
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
-	wait_heap_back(_metadata, self->pci, self->uio, sizeof(self->uio),
-		       self->node, sizeof(self->node));
-	heap_works(_metadata, self->node);
+	wait_heap_back(_metadata, self);
 }
 
-static void wait_all_heaps(struct __test_metadata *_metadata)
+static void wait_all_heaps(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(dev) *self)
 {
-	char names[8][16], node[64];
-	int n = find_edus(names, 8), i;
+	char uio[16];
+	int i;
 
-	ASSERT_LT(0, n);
-	for (i = 0; i < n; i++) {
-		node_of(node, sizeof(node), names[i]);
-		EXPECT_LE(0, wait_path(node, true, 1000))
-			TH_LOG("%s not there within 1 s", node);
-	}
+	for (i = 0; i < 2; i++)
+		EXPECT_LE(0, wait_heap_of(self->h.pci[i], uio, sizeof(uio), 1000))
+			TH_LOG("%s: no heap within 1 s", self->h.pci[i]);
 }
 
 TEST_F(dev, uio_driver_unload_removes_heaps)
 {
 	const char *ko = getenv("UIOHEAP_UIO_PCI_GENERIC_KO");
 
-	if (!ko)
-		SKIP(return, "UIOHEAP_UIO_PCI_GENERIC_KO not set");
+	ASSERT_NE(NULL, ko) TH_LOG("UIOHEAP_UIO_PCI_GENERIC_KO is not set");
 	ASSERT_EQ(0, rmmod_nb("uio_pci_generic"));
 	EXPECT_FALSE(path_exists(self->node));
 	ASSERT_EQ(0, insmod_file(ko));
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/new_id", "1234 11e8"));
-	wait_heap_back(_metadata, self->pci, self->uio, sizeof(self->uio),
-		       self->node, sizeof(self->node));
-	wait_all_heaps(_metadata);
-	heap_works(_metadata, self->node);
+	wait_heap_back(_metadata, self);
+	wait_all_heaps(_metadata, self);
 }
 
 /* Last: it unloads and reloads the module under test. */
 TEST_F(dev, rmmod_refused_while_held)
 {
 	const char *ko = getenv("UIOHEAP_KO");
+	const char *why;
 	unsigned char *p;
 	int heap, buf;
 
-	if (!ko)
-		SKIP(return, "UIOHEAP_KO not set");
+	ASSERT_NE(NULL, ko) TH_LOG("UIOHEAP_KO is not set");
 
 	heap = open(self->node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, heap);
@@ -408,7 +377,8 @@ TEST_F(dev, rmmod_refused_while_held)
 	EXPECT_EQ(EWOULDBLOCK, rmmod_nb("uio_heap")) TH_LOG("only a mapping");
 	/* Refusals changed nothing. */
 	EXPECT_EQ(7, p[0]);
-	heap_works(_metadata, self->node);
+	why = heap_check(self->node, SZ_64K);
+	EXPECT_EQ(NULL, why) TH_LOG("%s", why);
 	munmap(p, SZ_64K);
 
 	ASSERT_EQ(0, rmmod_nb("uio_heap"));
@@ -416,8 +386,9 @@ TEST_F(dev, rmmod_refused_while_held)
 	EXPECT_FALSE(path_exists("/sys/class/uio_heap"));
 
 	ASSERT_EQ(0, insmod_file(ko));
-	wait_all_heaps(_metadata);
-	heap_works(_metadata, self->node);
+	wait_all_heaps(_metadata, self);
+	why = heap_check(self->node, SZ_64K);
+	EXPECT_EQ(NULL, why) TH_LOG("%s", why);
 }
 
 TEST_HARNESS_MAIN

@@ -12,7 +12,7 @@
 #include <grp.h>
 
 #include "kselftest_harness.h"
-#include "stress_common.h"
+#include "common.h"
 
 struct ids {
 	uid_t uid;
@@ -92,22 +92,6 @@ struct as_result {
 	int done;
 };
 
-/* A sysfs write as the caller: the errno of the open or of the write. */
-static int try_write(const char *uio, const char *attr, const char *val)
-{
-	char path[128];
-	int fd, ret = 0;
-
-	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/%s", uio, attr);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	if (write(fd, val, strlen(val)) < 0)
-		ret = errno;
-	close(fd);
-	return ret;
-}
-
 /* Everything a user of the heap would try, recorded in @r. */
 static void try_all(const char *node, const char *uio, int heap_fd,
 		    struct as_result *r)
@@ -140,7 +124,7 @@ static void try_all(const char *node, const char *uio, int heap_fd,
 			p = uioheap_map(fd, SZ_64K);
 			r->map = p ? 0 : errno;
 			if (p) {
-				r->touch = probe_pages(p, SZ_64K, true, 0x42, NULL);
+				r->touch = probe_pages(p, SZ_64K, true, 0x42);
 				if (!r->touch && p[SZ_64K - PAGE_SZ] != 0x42)
 					r->touch = -1;
 				munmap(p, SZ_64K);
@@ -153,8 +137,8 @@ static void try_all(const char *node, const char *uio, int heap_fd,
 		if (heap != heap_fd)
 			close(heap);
 	}
-	r->write_mask = try_write(uio, "dma_mask_bits", "40");
-	r->write_max = try_write(uio, "max_bytes", "4096");
+	r->write_mask = -uioheap_sysfs_write(uio, "dma_mask_bits", 40);
+	r->write_max = -uioheap_sysfs_write(uio, "max_bytes", 4096);
 	r->read_bytes = -uioheap_sysfs_read(uio, "allocated_bytes", &v);
 	r->chmod_node = chmod(node, 0666) ? errno : 0;
 	r->done = 1;
@@ -173,7 +157,6 @@ static int run_as(const struct ids *ids, const char *node, const char *uio,
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		probe_install();
 		if (setgroups(ids->ngroups, ids->groups) || setgid(ids->gid) ||
 		    setuid(ids->uid))
 			_exit(3);
@@ -190,26 +173,17 @@ static int run_as(const struct ids *ids, const char *node, const char *uio,
 }
 
 FIXTURE(perms) {
-	int n;
-	char uio[2][16];
-	char node[2][64];
+	EDU_HEAPS_FIELDS;
 	struct stat orig[2];
 	struct as_result *r;
 };
 
 FIXTURE_SETUP(perms)
 {
-	int n, i;
+	int i;
 
-	if (geteuid())
-		SKIP(return, "needs root");
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	n = edu_heaps(self->uio, self->node, NULL, 2);
-	if (!n)
-		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	ASSERT_LT(0, n) TH_LOG("a heap is missing: %s", strerror(-n));
-	self->n = n;
-	for (i = 0; i < n; i++)
+	EDU_HEAPS_SETUP(self);
+	for (i = 0; i < self->n; i++)
 		ASSERT_EQ(0, stat(self->node[i], &self->orig[i]));
 	self->r = mmap(NULL, sizeof(*self->r), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);

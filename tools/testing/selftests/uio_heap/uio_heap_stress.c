@@ -14,77 +14,12 @@
 #include <sys/resource.h>
 
 #include "kselftest_harness.h"
-#include "stress_common.h"
+#include "common.h"
 
 /* Tests whose long form runs for minutes. */
 #define LONG_TIMEOUT	900
 
-static uint64_t stress_seed;
-
-static uint64_t seed_once(void)
-{
-	if (!stress_seed)
-		stress_seed = pick_seed("UIOHEAP_SEED");
-	return stress_seed;
-}
-
-/*
- * Writes (@write) or checks the signature word at the start of each page
- * [first, first + n) of a buffer mapped at @p (the mapping starts at page
- * @first).  Returns 0, the signal that hit, or -1 on a mismatch; *@at is
- * the page it stopped at, *@seen what was there.
- */
-static int sig_pages(volatile unsigned char *p, size_t first, size_t n,
-		     uint64_t id, bool write, size_t *at, uint64_t *seen)
-{
-	volatile bool bad = false;
-	volatile size_t i = 0;
-	int sig;
-
-	sig = PROBE(for (; i < n; i++) {
-			volatile uint64_t *w = (volatile uint64_t *)(p + i * PAGE_SZ);
-			uint64_t want = id << 20 | (first + i);
-
-			if (write) {
-				*w = want;
-			} else if (*w != want) {
-				*seen = *w;
-				bad = true;
-				break;
-			}
-		});
-	if (sig) {
-		*at = i;
-		return sig;
-	}
-	if (bad) {
-		*at = first + i;
-		return -1;
-	}
-	return 0;
-}
-
-static int sync_buf(int fd, unsigned long long flags)
-{
-	struct dma_buf_sync s = { .flags = flags };
-
-	return ioctl(fd, DMA_BUF_IOCTL_SYNC, &s) ? errno : 0;
-}
-
-static int heap_addr_ioctl(int heap, int buf, uint64_t *addr)
-{
-	struct uio_heap_dma_addr arg = { .fd = buf };
-
-	if (ioctl(heap, UIO_HEAP_IOCTL_GET_DMA_ADDR, &arg))
-		return errno;
-	*addr = arg.dma_addr;
-	return 0;
-}
-
-/*
- * The heaps of the edu devices: both when there are two (the narrow one,
- * 28-bit, and the wide one), else the one there is.
- */
+/* The heaps of both edu devices. */
 EDU_HEAPS_FIXTURE(heaps);
 
 /*
@@ -260,7 +195,7 @@ static void stress_alloc(struct stress_thread *t, int i)
 		report(&sh->err, "mmap of %zu: %s", len, strerror(errno));
 		return;
 	}
-	if (sync_buf(fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW))
+	if (uioheap_sync(fd, 1, 1))
 		report(&sh->err, "sync start: %s", strerror(errno));
 	/* Fresh buffers are zeroed: look at the first and the last page. */
 	if (p[0] || p[len - 1])
@@ -269,7 +204,7 @@ static void stress_alloc(struct stress_thread *t, int i)
 	if (ret)
 		report(&sh->err, "signal %d writing page %zu of a fresh buffer",
 		       ret, at);
-	if (sync_buf(fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW))
+	if (uioheap_sync(fd, 0, 1))
 		report(&sh->err, "sync end: %s", strerror(errno));
 	if (prng_below(&t->rng, 2))
 		b->map = p;
@@ -303,7 +238,7 @@ static void stress_requery(struct stress_thread *t, struct stress_buf *b)
 
 	/* Both paths: the library (dma-buf ioctl first) and the heap's. */
 	ret = prng_below(&t->rng, 2) ?
-		-heap_addr_ioctl(t->heap_fd[b->heap], b->fd, &addr) :
+		-heap_addr(t->heap_fd[b->heap], b->fd, 0, &addr) :
 		uioheap_dma_addr(t->heap_fd[b->heap], b->fd, &addr, NULL);
 	if (ret || addr != b->addr)
 		report(&t->sh->err, "address of a live buffer: %s, %#llx != %#llx",
@@ -425,13 +360,13 @@ TEST_F_TIMEOUT(heaps, concurrent_alloc_map_free, 300)
 		pthread_mutex_init(&sh->table_lock, &attr);
 	}
 	first_error_init(&sh->err, true);
-	sh->seed = seed_once();
+	sh->seed = run_seed("UIOHEAP_SEED");
 	sh->nheaps = self->n;
 	sh->threads = SHORT_LONG(3, 4);
 	for (h = 0; h < self->n; h++) {
 		strcpy(sh->node[h], self->node[h]);
 		sh->mask[h] = self->mask[h];
-		sh->narrow[h] = edu_is_narrow(self->uio[h]);
+		sh->narrow[h] = h == 0;
 		ASSERT_EQ(0, heap_usage(self->uio[h], &bytes[h], &bufs[h]));
 	}
 
@@ -612,7 +547,7 @@ TEST_F_TIMEOUT(heaps, max_bytes_under_concurrency, 120)
 	first_error_init(&r->err, false);
 	r->node = self->node[h];
 	r->uio = self->uio[h];
-	r->seed = seed_once();
+	r->seed = run_seed("UIOHEAP_SEED");
 	ASSERT_EQ(0, heap_usage(r->uio, &r->base, &bufs));
 	r->limit = r->base + SZ_1M;
 	ASSERT_EQ(0, uioheap_sysfs_write(r->uio, "max_bytes", r->limit));
@@ -693,9 +628,7 @@ static const char *const inject_attrs[] = {
 #define NR_INJECT_ATTRS	ARRAY_SIZE(inject_attrs)
 
 FIXTURE(inject) {
-	int n;
-	char uio[2][16];
-	char node[2][64];
+	EDU_HEAPS_FIELDS;
 	bool have[2];				/* failslab, fail_page_alloc */
 	char saved[2][NR_INJECT_ATTRS][32];
 	int mif;				/* /proc/self/make-it-fail */
@@ -739,20 +672,19 @@ FIXTURE_SETUP(inject)
 	unsigned int a;
 	int i;
 
+	int patched = env_bool("UIOHEAP_PATCHED");
+
 	self->mif = -1;
 	self->nth = -1;
-	if (geteuid())
-		SKIP(return, "needs root");
 	self->have[0] = path_exists(FAILSLAB);
 	self->have[1] = path_exists(FAIL_PAGE);
-	if (!self->have[0] && !self->have[1])
-		SKIP(return, "kernel without failslab/fail_page_alloc (debug kernel only)");
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	probe_install();
-	self->n = edu_heaps(self->uio, self->node, NULL, 2);
-	if (!self->n)
-		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
+	/* Only the patched debug kernel is built with fault injection. */
+	ASSERT_NE(-1, patched) TH_LOG("UIOHEAP_PATCHED is not set");
+	if (!patched && !self->have[0] && !self->have[1])
+		SKIP(return, "kernel without fault injection");
+	ASSERT_TRUE(self->have[0] && self->have[1])
+		TH_LOG("no failslab or fail_page_alloc in debugfs");
+	EDU_HEAPS_SETUP(self);
 	for (i = 0; i < 2; i++) {
 		if (!self->have[i])
 			continue;
@@ -845,7 +777,7 @@ static const char *inject_buffer_ok(int heap, int fd, size_t len)
 	p = uioheap_map(fd, len);
 	if (!p)
 		return "mmap";
-	if (probe_pages(p, len, false, 0, NULL)) {
+	if (probe_pages(p, len, false, 0)) {
 		munmap(p, len);
 		return "fault reading the mapping";
 	}
@@ -854,7 +786,7 @@ static const char *inject_buffer_ok(int heap, int fd, size_t len)
 			munmap(p, len);
 			return "not zeroed";
 		}
-	if (probe_pages(p, len, true, 0x3c, NULL) || p[len - PAGE_SZ] != 0x3c) {
+	if (probe_pages(p, len, true, 0x3c) || p[len - PAGE_SZ] != 0x3c) {
 		munmap(p, len);
 		return "fault writing the mapping";
 	}
@@ -885,7 +817,7 @@ TEST_F_TIMEOUT(inject, alloc_failures_are_clean, 600)
 	struct prng rng;
 	unsigned int s, k;
 
-	prng_seed(&rng, seed_once());
+	prng_seed(&rng, run_seed("UIOHEAP_SEED"));
 	for (h = 0; h < self->n; h++) {
 		ASSERT_EQ(0, heap_usage(self->uio[h], &bytes[h], &bufs[h]));
 		heap[h] = open(self->node[h], O_RDWR | O_CLOEXEC);
@@ -958,8 +890,8 @@ TEST_F_TIMEOUT(inject, alloc_failures_are_clean, 600)
 			ok++;
 			/* What needs no allocation works even while armed. */
 			pwrite(self->mif, "1", 1, 0);
-			EXPECT_EQ(0, sync_buf(fd, DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW));
-			EXPECT_EQ(0, sync_buf(fd, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW));
+			EXPECT_EQ(0, uioheap_sync(fd, 1, 1));
+			EXPECT_EQ(0, uioheap_sync(fd, 0, 1));
 			pwrite(self->mif, "0", 1, 0);
 			why = inject_buffer_ok(heap[hh], fd, len);
 			EXPECT_EQ(NULL, why) TH_LOG("%s: %s", self->node[hh], why);
@@ -999,8 +931,9 @@ TEST_F_TIMEOUT(inject, alloc_failures_are_clean, 600)
 }
 
 /*
- * Hot-unplug races: one thread holds a mapped buffer and its address,
- * others allocate, map, query and free in a loop, and the device goes.
+ * Hot-unplug races: one thread holds a mapped buffer and its address
+ * while the device DMAs into it, others allocate, map, query and free in
+ * a loop, and the device goes.
  */
 #define UNPLUG_WORKERS	3
 
@@ -1010,37 +943,19 @@ FIXTURE(unplug) {
 	char node[64];
 };
 
-/* Whatever happened before, the device present, bound, with a heap. */
-static void unplug_restore(const char *pci)
-{
-	char path[128];
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s", pci);
-	if (!path_exists(path))
-		write_str("/sys/bus/pci/rescan", "1");
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/driver", pci);
-	if (wait_path(path, true, 2000) < 0)
-		write_str(UIO_PCI_GENERIC "/bind", pci);
-}
-
 FIXTURE_SETUP(unplug)
 {
-	if (geteuid())
-		SKIP(return, "needs root");
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	if (wide_edu_pci(self->pci, sizeof(self->pci)))
-		SKIP(return, "needs the wide edu device");
-	unplug_restore(self->pci);
-	ASSERT_LE(0, wait_heap_of(self->pci, self->uio, sizeof(self->uio), 5000))
-		TH_LOG("no heap for %s", self->pci);
-	node_of(self->node, sizeof(self->node), self->uio);
-	probe_install();
+	struct edu_heaps h;
+
+	edu_heaps_get(_metadata, &h);
+	strcpy(self->pci, h.pci[1]);
+	strcpy(self->uio, h.uio[1]);
+	strcpy(self->node, h.node[1]);
 }
 
 FIXTURE_TEARDOWN(unplug)
 {
-	unplug_restore(self->pci);
-	wait_heap_of(self->pci, self->uio, sizeof(self->uio), 5000);
+	replug_pci(self->pci, self->uio, sizeof(self->uio));
 }
 
 struct unplug_race {
@@ -1115,13 +1030,13 @@ static void unplug_use(struct unplug_race *r, int heap, int buf, size_t len,
 	else if (ret && (ret != -ENODEV || !atomic_load(&r->removing)))
 		report(&r->err, "address query: %s", strerror(-ret));
 
-	ret = sync_buf(buf, DMA_BUF_SYNC_START | DMA_BUF_SYNC_RW);
+	ret = -uioheap_sync(buf, 1, 1);
 	if (ret == 0 && gone)
 		report(&r->err, "sync succeeded after the unplug");
 	else if (ret && (ret != ENODEV || !atomic_load(&r->removing)))
 		report(&r->err, "sync: %s", strerror(ret));
 	if (ret == 0)
-		sync_buf(buf, DMA_BUF_SYNC_END | DMA_BUF_SYNC_RW);
+		uioheap_sync(buf, 0, 1);
 
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, buf, 0);
 	if (p == MAP_FAILED) {
@@ -1131,7 +1046,7 @@ static void unplug_use(struct unplug_race *r, int heap, int buf, size_t len,
 	}
 	if (gone)
 		report(&r->err, "mmap succeeded after the unplug");
-	sig = probe_pages(p, len, true, 0xa5, NULL);
+	sig = probe_pages(p, len, true, 0xa5);
 	if (!sig)
 		sig = probe_read8(p + len - PAGE_SZ, &v);
 	if (sig) {
@@ -1144,7 +1059,7 @@ static void unplug_use(struct unplug_race *r, int heap, int buf, size_t len,
 	}
 	/* Once the unplug returned, no mapping may reach the memory. */
 	if (atomic_load(&r->gone)) {
-		sig = probe_pages(p, PAGE_SZ, false, 0, NULL);
+		sig = probe_pages(p, PAGE_SZ, false, 0);
 		if (sig != SIGBUS)
 			report(&r->err, "mapping readable after the unplug (%d)",
 			       sig);
@@ -1230,7 +1145,7 @@ static void *unplug_toucher_fn(void *arg)
 		if (gone)
 			report(&r->err, "toucher mmap succeeded after the unplug");
 		val++;
-		sig = probe_pages(p, t->len, true, val, NULL);
+		sig = probe_pages(p, t->len, true, val);
 		for (off = 0; !sig && off < t->len; off += PAGE_SZ) {
 			sig = probe_read8(p + off, &v);
 			if (!sig && v != val) {
@@ -1288,11 +1203,11 @@ static void unplug_check_holder(struct __test_metadata *_metadata, int heap,
 	struct stat st;
 	uint64_t addr;
 
-	EXPECT_EQ(SIGBUS, probe_pages(p, PAGE_SZ, false, 0, NULL));
-	EXPECT_EQ(SIGBUS, probe_pages(p + len - PAGE_SZ, PAGE_SZ, true, 1, NULL));
+	EXPECT_EQ(SIGBUS, probe_pages(p, PAGE_SZ, false, 0));
+	EXPECT_EQ(SIGBUS, probe_pages(p + len - PAGE_SZ, PAGE_SZ, true, 1));
 	EXPECT_EQ(-ENODEV, uioheap_dma_addr(heap, buf, &addr, NULL));
-	EXPECT_EQ(ENODEV, heap_addr_ioctl(heap, buf, &addr));
-	EXPECT_EQ(ENODEV, sync_buf(buf, DMA_BUF_SYNC_START | DMA_BUF_SYNC_READ));
+	EXPECT_EQ(ENODEV, heap_addr(heap, buf, 0, &addr));
+	EXPECT_EQ(ENODEV, -uioheap_sync(buf, 1, 0));
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, PAGE_SZ, PROT_READ, MAP_SHARED, buf, 0));
 	EXPECT_EQ(ENODEV, errno);
 	EXPECT_EQ(-ENODEV, uioheap_alloc(heap, PAGE_SZ, O_RDWR | O_CLOEXEC));
@@ -1310,15 +1225,16 @@ static void unplug_loop(struct __test_metadata *_metadata,
 	struct unplug_closer cl;
 	unsigned long long bytes, bufs;
 	long long start = now_ms(), t;
-	long sigbus = 0, enodev = 0, opens[3] = { 0 }, touch_sigbus = 0;
+	long sigbus = 0, enodev = 0, opens[3] = { 0 }, touch_sigbus = 0, dma = 0;
 	char cls[96];
+	static struct dma_pump pump;
 	struct unplug_race *r;
 	unsigned char *p;
 	struct prng rng;
 	uint64_t addr;
 	const char *why;
 
-	prng_seed(&rng, seed_once() + remove);
+	prng_seed(&rng, run_seed("UIOHEAP_SEED") + remove);
 	r = calloc(1, sizeof(*r));
 	ASSERT_NE(NULL, r);
 	for (it = 0; it < iterations; it++) {
@@ -1336,6 +1252,9 @@ static void unplug_loop(struct __test_metadata *_metadata,
 		p = uioheap_map(buf, SZ_1M);
 		ASSERT_NE(NULL, p);
 		memset(p, 0x6b, SZ_1M);
+		/* The device writes into its first page all along. */
+		why = dma_pump_start(&pump, self->uio, heap, addr);
+		ASSERT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
 
 		memset(&tt, 0, sizeof(tt));
 		tt.r = r;
@@ -1374,12 +1293,16 @@ static void unplug_loop(struct __test_metadata *_metadata,
 			TH_LOG("workers stuck");
 		sleep_ms(prng_below(&rng, 200));
 		EXPECT_EQ(0x6b, p[SZ_1M - 1]);
+		why = dma_pump_landed(&pump, p);
+		EXPECT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
 
 		atomic_store(&r->removing, 1);
 		ASSERT_EQ(0, unplug_pci(self->pci, remove));
 		atomic_store(&r->gone, 1);
 
 		unplug_check_holder(_metadata, heap, buf, p, SZ_1M);
+		dma_pump_stop(&pump);
+		dma += atomic_load(&pump.ok);
 		/* Let every worker run a few rounds against the dead heap. */
 		t = now_ms();
 		for (i = 0; i < UNPLUG_WORKERS; i++)
@@ -1427,16 +1350,18 @@ static void unplug_loop(struct __test_metadata *_metadata,
 		node_of(self->node, sizeof(self->node), self->uio);
 		why = heap_check(self->node, SZ_64K);
 		ASSERT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
+		why = canary_clean(self->node, 500);
+		EXPECT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
 		ASSERT_EQ(0, heap_usage(self->uio, &bytes, &bufs));
 		EXPECT_EQ(0, bytes);
 		EXPECT_EQ(0, bufs);
 		if (_metadata->exit_code)
 			break;
 	}
-	printf("# %s: %d unplugs in %lld ms; workers saw %ld SIGBUS (toucher %ld), %ld ENODEV allocs; open failed ENOENT %ld ENXIO %ld ENODEV %ld\n",
+	printf("# %s: %d unplugs in %lld ms; workers saw %ld SIGBUS (toucher %ld), %ld ENODEV allocs; open failed ENOENT %ld ENXIO %ld ENODEV %ld; %ld device DMA transfers\n",
 	       remove ? "remove" : "unbind", it, now_ms() - start, sigbus,
-	       touch_sigbus, enodev, opens[0], opens[1], opens[2]);
-	summary("unplugs=%d", it);
+	       touch_sigbus, enodev, opens[0], opens[1], opens[2], dma);
+	summary("unplugs=%d dma_transfers=%ld", it, dma);
 	free(r);
 }
 
@@ -1451,30 +1376,21 @@ TEST_F_TIMEOUT(unplug, unbind_while_in_use, LONG_TIMEOUT)
 }
 
 /*
- * Module races: unload attempts while the heaps are in use must be
- * refused; load/unload cycles with bound devices, with a thread opening
- * and allocating all along, bring the heaps back every time.
+ * Module races: load/unload cycles with bound devices, with threads
+ * opening and allocating all along: every unload attempt is refused
+ * while they hold a heap, and the heaps come back every time.  (Refusal
+ * while only a buffer fd or a mapping holds it: uio_heap_lifetime.)
  */
 FIXTURE(module) {
+	EDU_HEAPS_FIELDS;
 	const char *ko;
-	int n;
-	char uio[2][16];
-	char node[2][64];
 };
 
 FIXTURE_SETUP(module)
 {
-	if (geteuid())
-		SKIP(return, "needs root");
 	self->ko = getenv("UIOHEAP_KO");
-	if (!self->ko)
-		SKIP(return, "UIOHEAP_KO not set");
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	probe_install();
-	self->n = edu_heaps(self->uio, self->node, NULL, 2);
-	if (!self->n)
-		SKIP(return, "needs an edu device bound to uio_pci_generic");
-	ASSERT_LT(0, self->n) TH_LOG("a heap is missing: %s", strerror(-self->n));
+	ASSERT_NE(NULL, self->ko) TH_LOG("UIOHEAP_KO is not set");
+	EDU_HEAPS_SETUP(self);
 }
 
 FIXTURE_TEARDOWN(module)
@@ -1517,8 +1433,7 @@ struct module_load {
 	FIXTURE_DATA(module) *self;
 	uint64_t seed;
 	atomic_int stop;
-	atomic_int ready;
-	atomic_long iters, opens, open_fail;
+	atomic_long opens, open_fail;
 	struct first_error err;
 };
 
@@ -1526,142 +1441,6 @@ struct module_worker {
 	struct module_load *m;
 	int id;
 };
-
-/* Uses the heaps without ever letting go of all of them. */
-static void *module_worker_fn(void *arg)
-{
-	struct module_worker *w = arg;
-	struct module_load *m = w->m;
-	int n = m->self->n, h = w->id % n, heap, next, buf, ret;
-	struct prng rng;
-	unsigned char *p;
-	uint64_t addr;
-	size_t len;
-
-	prng_seed(&rng, m->seed + w->id);
-	heap = open(m->self->node[h], O_RDWR | O_CLOEXEC);
-	if (heap < 0) {
-		report(&m->err, "open %s: %s", m->self->node[h], strerror(errno));
-		return NULL;
-	}
-	atomic_fetch_add(&m->ready, 1);
-	while (!atomic_load(&m->stop)) {
-		len = PAGE_SZ << prng_below(&rng, 6);
-		buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
-		if (buf < 0) {
-			report(&m->err, "alloc: %s", strerror(-buf));
-			continue;
-		}
-		ret = uioheap_dma_addr(heap, buf, &addr, NULL);
-		if (ret)
-			report(&m->err, "address: %s", strerror(-ret));
-		p = uioheap_map(buf, len);
-		if (!p) {
-			report(&m->err, "mmap: %s", strerror(errno));
-		} else {
-			if (probe_pages(p, len, true, 1, NULL))
-				report(&m->err, "fault on a live buffer");
-			munmap(p, len);
-		}
-		close(buf);
-		/* A new heap fd before the old one goes: always holding one. */
-		if (prng_below(&rng, 16) == 0) {
-			h = (h + 1) % n;
-			next = open(m->self->node[h], O_RDWR | O_CLOEXEC);
-			if (next < 0) {
-				report(&m->err, "reopen: %s", strerror(errno));
-			} else {
-				close(heap);
-				heap = next;
-			}
-		}
-		atomic_fetch_add(&m->iters, 1);
-	}
-	close(heap);
-	return NULL;
-}
-
-#define MODULE_WORKERS	4
-
-TEST_F_TIMEOUT(module, rmmod_refused_while_in_use, 300)
-{
-	long refused = 0, ok = 0, wrong = 0, ms = SHORT_LONG(2000, 15000);
-	struct module_worker w[MODULE_WORKERS];
-	pthread_t tid[MODULE_WORKERS];
-	struct module_load *m;
-	long long start;
-	uint64_t v;
-	unsigned char *p;
-	int heap, buf, ret, i;
-
-	m = calloc(1, sizeof(*m));
-	ASSERT_NE(NULL, m);
-	first_error_init(&m->err, false);
-	m->self = self;
-	m->seed = seed_once();
-
-	/* A buffer held by nothing but its mapping. */
-	heap = open(self->node[0], O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, SZ_64K);
-	ASSERT_NE(NULL, p);
-	close(buf);
-	close(heap);
-	p[0] = 0x77;
-
-	for (i = 0; i < MODULE_WORKERS; i++) {
-		w[i] = (struct module_worker){ m, i };
-		ASSERT_EQ(0, pthread_create(&tid[i], NULL, module_worker_fn, &w[i]));
-	}
-	while (atomic_load(&m->ready) < MODULE_WORKERS && !m->err.count)
-		sleep_ms(1);
-
-	start = now_ms();
-	while (now_ms() - start < ms) {
-		ret = rmmod_nb("uio_heap");
-		if (ret == EWOULDBLOCK) {
-			refused++;
-		} else {
-			wrong++;
-			TH_LOG("delete_module while in use: %s", strerror(ret));
-			if (ret == 0) {
-				ok++;
-				break;
-			}
-		}
-		sleep_ms(5 + (refused % 20));
-	}
-	atomic_store(&m->stop, 1);
-	for (i = 0; i < MODULE_WORKERS; i++)
-		pthread_join(tid[i], NULL);
-	EXPECT_EQ(0, wrong);
-	EXPECT_EQ(0, atomic_load(&m->err.count))
-		TH_LOG("%ld errors, first: %s", atomic_load(&m->err.count),
-		       m->err.msg);
-	EXPECT_LT(0, atomic_load(&m->iters));
-
-	/* Only the mapping is left: still refused, and the memory intact. */
-	ASSERT_EQ(0, ensure_uio_heap_loaded());
-	EXPECT_EQ(EWOULDBLOCK, rmmod_nb("uio_heap"));
-	refused++;
-	ASSERT_EQ(0, probe_read64((volatile uint64_t *)p, &v));
-	EXPECT_EQ(0x77, v & 0xff);
-	EXPECT_EQ(0, munmap(p, SZ_64K));
-
-	ASSERT_EQ(0, rmmod_nb("uio_heap"));
-	ok++;
-	EXPECT_FALSE(path_exists(self->node[0]));
-	EXPECT_FALSE(path_exists("/sys/class/uio_heap"));
-	ASSERT_EQ(0, insmod_file(self->ko));
-	module_heaps_back(_metadata, self, true, true);
-
-	printf("# %ld refusals in %ld ms while %ld allocations went on\n",
-	       refused, ms, atomic_load(&m->iters));
-	summary("rmmod_refused=%ld rmmod_ok=%ld", refused, ok);
-	free(m);
-}
 
 /* Opens and allocates all along, unloads or not. */
 static void *module_hammer_fn(void *arg)
@@ -1717,7 +1496,7 @@ TEST_F_TIMEOUT(module, load_unload_cycles, LONG_TIMEOUT)
 	ASSERT_NE(NULL, m);
 	first_error_init(&m->err, false);
 	m->self = self;
-	m->seed = seed_once();
+	m->seed = run_seed("UIOHEAP_SEED");
 	for (i = 0; i < MODULE_HAMMERS; i++) {
 		w[i] = (struct module_worker){ m, i };
 		ASSERT_EQ(0, pthread_create(&hammer[i], NULL, module_hammer_fn,
