@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Boot a kernel + initramfs (from mkinitramfs.sh) in QEMU/TCG with edu DMA
-# devices and an NVMe controller, optionally behind an emulated Intel IOMMU.  Two serial ports:
-# ttyS0 carries /init and the payload (--log), ttyS1 is the kernel's
-# console and carries every kernel message as it is printed (--klog), so
-# that nothing depends on the ring buffer.  stdout gets only the payload's
-# output.
+# devices and an NVMe controller, optionally behind an emulated Intel
+# IOMMU.  Two serial ports: ttyS0 carries /init and the payload (--log),
+# ttyS1 is the kernel's console and carries every kernel message as it is
+# printed (--klog), so that nothing depends on the ring buffer.  stdout
+# gets only the payload's output.
 # Exit: payload rc; 124 = VM timed out, 125 = VM ended without payload end.
 set -euo pipefail
 
