@@ -37,6 +37,7 @@ guest_args=
 [ -n "${UIOHEAP_SUITES:-}" ] && guest_args="$guest_args,suites=${UIOHEAP_SUITES// /+}"
 [ -n "${UIOHEAP_LONG:-}" ] && guest_args="$guest_args,long=1"
 [ -n "${UIOHEAP_FUZZ_SEED:-}" ] && guest_args="$guest_args,fuzz_seed=$UIOHEAP_FUZZ_SEED"
+[ -n "${UIOHEAP_SEED:-}" ] && guest_args="$guest_args,seed=$UIOHEAP_SEED"
 # The debug kernel's long forms take 23-25 minutes in TCG: an hour for them.
 vm_timeout=1500
 [ -n "${UIOHEAP_LONG:-}" ] && vm_timeout=3600

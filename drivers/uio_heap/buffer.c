@@ -208,8 +208,8 @@ static vm_fault_t uio_heap_vm_fault(struct vm_fault *vmf)
 	struct vm_area_struct *vma = vmf->vma;
 	struct uio_heap_buffer *buf = vma->vm_private_data;
 	struct uio_heap *heap = buf->heap;
+	pgoff_t pgoff, npages = buf->size >> PAGE_SHIFT;
 	unsigned long addr, end;
-	pgoff_t pgoff;
 	vm_fault_t ret = VM_FAULT_SIGBUS;
 
 	down_read(&heap->sem);
@@ -217,15 +217,19 @@ static vm_fault_t uio_heap_vm_fault(struct vm_fault *vmf)
 		goto unlock;
 
 	pgoff = vmf->pgoff;
+	if (pgoff >= npages)
+		goto unlock;
 	addr = vmf->address & PAGE_MASK;
+	ret = vmf_insert_pfn(vma, addr, uio_heap_buffer_pfn(buf, pgoff));
+	if (ret & VM_FAULT_ERROR)
+		goto unlock;
+
+	/* Map a few pages ahead; their failures are not this fault's. */
 	end = min(vma->vm_end, addr + UIO_HEAP_FAULT_AROUND * PAGE_SIZE);
-	for (; addr < end; addr += PAGE_SIZE, pgoff++) {
-		if (pgoff >= buf->size >> PAGE_SHIFT)
+	while ((addr += PAGE_SIZE) < end && ++pgoff < npages)
+		if (vmf_insert_pfn(vma, addr, uio_heap_buffer_pfn(buf, pgoff)) &
+		    VM_FAULT_ERROR)
 			break;
-		ret = vmf_insert_pfn(vma, addr, uio_heap_buffer_pfn(buf, pgoff));
-		if (ret & VM_FAULT_ERROR)
-			break;
-	}
 unlock:
 	up_read(&heap->sem);
 	return ret;
@@ -334,6 +338,8 @@ int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr)
 	if (buf->revoked)
 		ret = -ENODEV;
 	else
+		ret = uio_heap_addr_permitted(buf->heap->dma_dev);
+	if (!ret)
 		*addr = buf->dma_addr;
 	mutex_unlock(&buf->lock);
 	return ret;

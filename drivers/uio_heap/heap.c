@@ -15,6 +15,7 @@
 #include <linux/kernel.h>
 #include <linux/nospec.h>
 #include <linux/pci.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <uapi/linux/dma-heap.h>
@@ -60,10 +61,10 @@ int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 	if (data->heap_flags & ~DMA_HEAP_VALID_HEAP_FLAGS)
 		return -EINVAL;
 
-	/* A len whose rounding overflows becomes 0 here, as in the core. */
-	*len = PAGE_ALIGN(data->len);
-	if (!*len)
+	/* No silent truncation where size_t is 32 bits, nor a rounding to 0. */
+	if (!data->len || data->len > SIZE_MAX - PAGE_SIZE + 1)
 		return -EINVAL;
+	*len = PAGE_ALIGN(data->len);
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_check_alloc);
@@ -229,27 +230,52 @@ static ssize_t dma_mask_bits_show(struct device *dev,
  * The mask is the user's statement of what the hardware can address: the
  * kernel driver (uio_pci_generic) cannot know it.  It is set on the DMA
  * device as its coherent mask, used by later allocations only, and put
- * back as it was when the heap goes.
+ * back as it was when the heap goes.  The mask belongs to the parent,
+ * which another driver owns: it changes under that device's lock, only
+ * while @heap is the parent's one heap (so one heap saves and restores
+ * it), and never so that a live buffer would lie outside it.
  *
+ * Context: the device lock of @heap->dma_dev held.
  * Return: 0, -EINVAL for a width out of range, -EIO if the platform cannot
- * honour the mask, -ENODEV if the device has gone.
+ * honour the mask, -EBUSY if another heap shares the parent or a buffer
+ * lies beyond the new mask, -ENODEV if the device has gone.
  */
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 {
-	int ret;
+	struct uio_heap_buffer *buf;
+	struct uio_heap *other;
+	u64 mask;
+	int ret = 0;
 
+	device_lock_assert(heap->dma_dev);
 	if (bits < PAGE_SHIFT || bits > 64)
 		return -EINVAL;
+	mask = DMA_BIT_MASK(bits);
 
+	mutex_lock(&uio_heap_list_lock);
 	down_write(&heap->sem);
 	if (heap->dead) {
 		ret = -ENODEV;
-	} else {
-		ret = dma_set_coherent_mask(heap->dma_dev, DMA_BIT_MASK(bits));
-		if (!ret)
-			heap->mask_changed = true;
+		goto unlock;
 	}
+	list_for_each_entry(other, &uio_heap_list, node)
+		if (other != heap && other->dma_dev == heap->dma_dev)
+			ret = -EBUSY;
+	/* Allocations hold @heap->sem: the list is complete. */
+	spin_lock(&heap->lock);
+	list_for_each_entry(buf, &heap->buffers, node)
+		if (buf->dma_addr + buf->size - 1 > mask)
+			ret = -EBUSY;
+	spin_unlock(&heap->lock);
+	if (ret)
+		goto unlock;
+
+	ret = dma_set_coherent_mask(heap->dma_dev, mask);
+	if (!ret)
+		heap->mask_changed = true;
+unlock:
 	up_write(&heap->sem);
+	mutex_unlock(&uio_heap_list_lock);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_set_mask_bits);
@@ -258,13 +284,21 @@ static ssize_t dma_mask_bits_store(struct device *dev,
 				   struct device_attribute *attr,
 				   const char *buf, size_t count)
 {
+	struct uio_heap *heap = to_uio_heap(dev);
 	unsigned int bits;
 	int ret;
 
 	ret = kstrtouint(buf, 0, &bits);
 	if (ret)
 		return ret;
-	ret = uio_heap_set_mask_bits(to_uio_heap(dev), bits);
+	/*
+	 * Unbinding the parent holds its lock while it removes this file,
+	 * which waits for us: try, and restart the write if it is taken.
+	 */
+	if (!device_trylock(heap->dma_dev))
+		return restart_syscall();
+	ret = uio_heap_set_mask_bits(heap, bits);
+	device_unlock(heap->dma_dev);
 	return ret ? ret : count;
 }
 static DEVICE_ATTR_RW(dma_mask_bits);
@@ -327,7 +361,24 @@ static ssize_t buffers_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(buffers);
 
+static ssize_t iommu_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	ssize_t ret;
+
+	down_read(&heap->sem);
+	if (heap->dead)
+		ret = -ENODEV;
+	else
+		ret = sysfs_emit(buf, "%s\n", uio_heap_iommu_mode(heap->dma_dev));
+	up_read(&heap->sem);
+	return ret;
+}
+static DEVICE_ATTR_RO(iommu);
+
 static struct attribute *uio_heap_attrs[] = {
+	&dev_attr_iommu.attr,
 	&dev_attr_dma_mask_bits.attr,
 	&dev_attr_max_bytes.attr,
 	&dev_attr_allocated_bytes.attr,

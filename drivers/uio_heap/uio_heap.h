@@ -117,6 +117,10 @@ void uio_heap_revoke_buffers(struct uio_heap *heap);
 bool uio_heap_is_buffer(const struct dma_buf *dmabuf);
 extern atomic_long_t uio_heap_quarantined_bytes;
 
+/* policy.c */
+const char *uio_heap_iommu_mode(struct device *dev);
+int uio_heap_addr_permitted(struct device *dev);
+
 /* discover.c */
 int uio_heap_discover_init(void);
 void uio_heap_discover_exit(void);

@@ -10,7 +10,6 @@
 cd "$(dirname "$0")" || exit 1
 
 export UIOHEAP_KO=/lib/modules/extra/uio_heap.ko
-export UIOHEAP_EDU_NARROW=$UIOHEAP_EDU28
 UIOHEAP_UIO_PCI_GENERIC_KO=$(find /lib/modules -name uio_pci_generic.ko | head -n 1)
 export UIOHEAP_UIO_PCI_GENERIC_KO
 
@@ -155,13 +154,15 @@ done
 kernel() {
 	local taint allowed leaks leaked
 	echo "TAP version 13"
-	# Only O (out-of-tree, bit 12), E (unsigned, bit 13) and, once a KUnit
-	# suite ran, N (test, bit 18) are expected.
+	# Only O (out-of-tree, bit 12), E (unsigned, bit 13), once a KUnit
+	# suite ran N (test, bit 18), and once the perms suite handed out
+	# physical addresses with unsafe_noiommu_addresses=1, U (bit 6).
 	taint=$(cat /proc/sys/kernel/tainted)
-	allowed=$(((1 << 12) | (1 << 13)))
-	[ -n "${kunit_ran:-}" ] && allowed=$((allowed | (1 << 18)))
+	allowed=$(((1 << 12) | (1 << 13))) also=
+	[ -n "${kunit_ran:-}" ] && allowed=$((allowed | (1 << 18))) also=/N
+	[ -e /run/uioheap-taint-user ] && allowed=$((allowed | (1 << 6))) also=$also/U
 	[ $((taint & ~allowed)) -eq 0 ]
-	tap $? "taint only O/E${kunit_ran:+/N} ($taint)"
+	tap $? "taint only O/E$also ($taint)"
 	# lockdep turns itself off after its first report.
 	if [ -r /proc/lockdep_stats ]; then
 		grep -qE '^ *debug_locks: *1$' /proc/lockdep_stats

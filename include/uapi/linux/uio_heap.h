@@ -53,7 +53,9 @@ struct uio_heap_dma_addr {
  * Takes a &struct uio_heap_dma_addr and fills in @dma_addr.  Errors:
  * EBADF if @fd is not open, EINVAL if it is not a dma-buf allocated from
  * this heap or @flags has unknown bits, ENODEV once the heap's device has
- * gone (the buffer was revoked), EFAULT for a bad argument pointer.
+ * gone (the buffer was revoked), EPERM if the address is physical (no
+ * translating IOMMU) and the caller lacks CAP_SYS_RAWIO, EFAULT for a bad
+ * argument pointer.
  */
 #define UIO_HEAP_IOCTL_GET_DMA_ADDR	_IOWR(UIO_HEAP_IOC_MAGIC, 0x40, \
 					      struct uio_heap_dma_addr)

@@ -190,10 +190,13 @@ FIXTURE_SETUP(perms)
 	ASSERT_NE(MAP_FAILED, self->r);
 }
 
+#define UNSAFE_PARAM "/sys/module/uio_heap/parameters/unsafe_noiommu_addresses"
+
 FIXTURE_TEARDOWN(perms)
 {
 	int i;
 
+	write_str(UNSAFE_PARAM, "0");
 	/* Root-only again, as the module creates the nodes. */
 	for (i = 0; i < self->n; i++) {
 		chown(self->node[i], 0, 0);
@@ -208,6 +211,17 @@ FIXTURE_TEARDOWN(perms)
 		ASSERT_EQ(1, self->r->done);				\
 		ASSERT_EQ(1, self->r->dropped);				\
 	} while (0)
+
+/*
+ * Without a translating IOMMU a DMA address is physical: only callers
+ * with CAP_SYS_RAWIO get it (UIOHEAP_IOMMU is the mode the host asked for).
+ */
+static int unprivileged_addr_errno(void)
+{
+	const char *mode = getenv("UIOHEAP_IOMMU");
+
+	return mode && !strcmp(mode, "on") ? 0 : EPERM;
+}
 
 static void expect_locked_out(struct __test_metadata *_metadata,
 			      const struct as_result *r, const char *who)
@@ -295,8 +309,8 @@ TEST_F(perms, udev_rule_grants_the_group)
 		EXPECT_EQ(0, self->r->open_ro);
 		EXPECT_EQ(0, self->r->alloc) TH_LOG("alloc: %s",
 						    strerror(self->r->alloc));
-		EXPECT_EQ(0, self->r->addr) TH_LOG("address: %s",
-						   strerror(self->r->addr));
+		EXPECT_EQ(unprivileged_addr_errno(), self->r->addr)
+			TH_LOG("address: %s", strerror(self->r->addr));
 		EXPECT_EQ(0, self->r->map);
 		EXPECT_EQ(0, self->r->touch);
 		EXPECT_EQ(0, self->r->sync);
@@ -338,11 +352,77 @@ TEST_F(perms, fds_handed_down_keep_working)
 	ASSERT_RAN(run_as(&nob, self->node[0], self->uio[0], heap, self->r));
 	EXPECT_EQ(EACCES, self->r->open_rw);
 	EXPECT_EQ(0, self->r->alloc);
-	EXPECT_EQ(0, self->r->addr);
+	/* The address is the one thing the caller's own privilege decides. */
+	EXPECT_EQ(unprivileged_addr_errno(), self->r->addr);
 	EXPECT_EQ(0, self->r->map);
 	EXPECT_EQ(0, self->r->touch);
 	expect_no_sysfs_writes(_metadata, self->r, "nobody with an fd");
 	close(heap);
+}
+
+#define TAINT_USER_BIT 6
+
+static unsigned long long taint(void)
+{
+	unsigned long long t = 0;
+	FILE *f = fopen("/proc/sys/kernel/tainted", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu", &t) != 1)
+			t = 0;
+		fclose(f);
+	}
+	return t;
+}
+
+/*
+ * The heap says how its device's addresses are translated, and with the
+ * IOMMU off, unsafe_noiommu_addresses=1 hands physical addresses to the
+ * group at the price of a taint (U).  The payload's closing taint check
+ * allows U once this test has said it set it (/run/uioheap-taint-user).
+ */
+TEST_F(perms, physical_addresses_need_cap_sys_rawio)
+{
+	struct ids member = heapuser();
+	const char *mode = getenv("UIOHEAP_IOMMU");
+	char want[16], attr[128];
+	int i, fd;
+	FILE *f;
+
+	ASSERT_NE(NULL, mode) TH_LOG("UIOHEAP_IOMMU is not set");
+	for (i = 0; i < self->n; i++) {
+		snprintf(attr, sizeof(attr), "/sys/class/uio_heap/%s/iommu",
+			 self->uio[i]);
+		f = fopen(attr, "re");
+		ASSERT_NE(NULL, f);
+		ASSERT_NE(NULL, fgets(want, sizeof(want), f));
+		fclose(f);
+		want[strcspn(want, "\n")] = '\0';
+		if (!strcmp(mode, "on")) {
+			EXPECT_TRUE(!strcmp(want, "dma") || !strcmp(want, "dma-fq"))
+				TH_LOG("%s: iommu \"%s\"", self->uio[i], want);
+		} else {
+			EXPECT_STREQ("none", want);
+		}
+	}
+
+	ASSERT_EQ(0, chown(self->node[0], 0, uioheap_gid()));
+	ASSERT_EQ(0, chmod(self->node[0], 0660));
+	ASSERT_EQ(0, write_str(UNSAFE_PARAM, "1"));
+	if (strcmp(mode, "on")) {
+		fd = open("/run/uioheap-taint-user", O_CREAT | O_WRONLY | O_CLOEXEC,
+			  0644);
+		ASSERT_LE(0, fd);
+		close(fd);
+	}
+	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
+	EXPECT_EQ(0, self->r->addr) TH_LOG("address: %s", strerror(self->r->addr));
+	/* Only a physical address handed out taints. */
+	EXPECT_EQ(strcmp(mode, "on") != 0, !!(taint() & (1ULL << TAINT_USER_BIT)));
+
+	ASSERT_EQ(0, write_str(UNSAFE_PARAM, "0"));
+	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
+	EXPECT_EQ(unprivileged_addr_errno(), self->r->addr);
 }
 
 TEST_HARNESS_MAIN

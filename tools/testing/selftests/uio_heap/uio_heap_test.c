@@ -361,6 +361,32 @@ TEST_F(heap, narrow_mask_is_obeyed)
 }
 
 /*
+ * The mask is the parent's and a live buffer must stay inside it: a
+ * narrowing that would strand one is refused until the buffer is gone.
+ */
+TEST_F(heap, mask_never_strands_a_buffer)
+{
+	unsigned long long bits, was;
+	uint64_t end;
+	int fd, below;
+
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "dma_mask_bits", &was));
+	fd = uioheap_alloc(self->wide_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	end = dma_addr_of(_metadata, self->wide_fd, fd) + SZ_64K - 1;
+	below = 63 - __builtin_clzll(end);	/* widest mask without @end */
+	/* DMA32 memory and 32-bit IOVAs lie above ZONE_DMA's 24 bits. */
+	ASSERT_LE(24, below) TH_LOG("buffer ends at %#llx",
+				    (unsigned long long)end);
+
+	EXPECT_EQ(-EBUSY, uioheap_sysfs_write(self->wide, "dma_mask_bits", below));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "dma_mask_bits", &bits));
+	EXPECT_EQ(was, bits);
+	close(fd);
+	EXPECT_EQ(0, uioheap_sysfs_write(self->wide, "dma_mask_bits", below));
+}
+
+/*
  * Real DMA: the device reads a pattern out of one heap buffer and writes
  * it into another at an offset; every byte is checked, and so are the
  * bytes around the target, which must stay untouched.
