@@ -298,8 +298,11 @@ int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
 	ret = uioheap_dma_addr(c->heap_fd, d->fd, &d->addr, NULL);
 	if (ret) {
 		nvme_dma_free(d);
-		return fail(c, ret, "DMA address of a %zu-byte buffer: %s", len,
-			    strerror(-ret));
+		/* Physical addresses (no IOMMU) are for CAP_SYS_RAWIO only. */
+		return fail(c, ret, "DMA address of a %zu-byte buffer: %s%s", len,
+			    strerror(-ret), ret == -EPERM ?
+			    " (no translating IOMMU: the address is physical, and needs CAP_SYS_RAWIO)" :
+			    "");
 	}
 	d->cpu = uioheap_map(d->fd, len);
 	if (!d->cpu) {

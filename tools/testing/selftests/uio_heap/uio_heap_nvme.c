@@ -511,13 +511,24 @@ TEST_F_TIMEOUT(nvme, dma_addresses_follow_the_iommu, TIMEOUT)
 	long ps = sysconf(_SC_PAGESIZE);
 	unsigned int i, same = 0, pages = 0;
 	struct nvme_dma *bufs[3], data;
+	char path[96], type[16];
 	int kcore, at;
+	FILE *f;
 	size_t off;
 	bool on;
 
 	ASSERT_TRUE(iommu && (!strcmp(iommu, "on") || !strcmp(iommu, "off")))
 		TH_LOG("UIOHEAP_IOMMU must say what the host asked for");
 	on = !strcmp(iommu, "on");
+	/* The heap says how its device's addresses are translated. */
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/iommu", self->uio);
+	f = fopen(path, "re");
+	ASSERT_NE(NULL, f) TH_LOG("%s: %s", path, strerror(errno));
+	ASSERT_EQ(1, fscanf(f, "%15s", type));
+	fclose(f);
+	EXPECT_TRUE(on ? !strcmp(type, "dma") || !strcmp(type, "dma-fq") :
+		    !strcmp(type, "none"))
+		TH_LOG("IOMMU %s, but %s says \"%s\"", iommu, path, type);
 	kcore = open("/proc/kcore", O_RDONLY | O_CLOEXEC);
 	ASSERT_TRUE(kcore >= 0 || !access(DMA_API_DUMP, R_OK))
 		TH_LOG("neither /proc/kcore nor %s: run as root", DMA_API_DUMP);
