@@ -146,7 +146,11 @@ log "building userspace"
 build_user "$out/user" "$ksrc/tools/testing/selftests"
 payload=$out/payload
 rm -rf "$payload" && mkdir -p "$payload"
-cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" "$payload/"
+cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" \
+	"$out/user/tools/uio-nvme" "$payload/"
+# The NVMe test image's seed (tools/nvme/pattern.h), logged to replay a run.
+nvme_seed=${UIOHEAP_NVME_SEED:-$((RANDOM << 15 | RANDOM))}
+log "NVMe image seed $nvme_seed"
 
 # vm NAME KIND VMLINUZ KVER MODDIR IOMMU KMODS GUEST_ARGS KO...: one VM, one
 # TAP file: the payload's streams, then the host's verdict on them.
@@ -160,10 +164,13 @@ vm() {
 	# shellcheck disable=SC2206
 	args+=($kmods)
 	log "VM: $name ($kver, $kind)"
-	if "$top/tests/vm/mkinitramfs.sh" "${args[@]}" >&2; then
+	# A fresh image per VM: the tests write to its scratch area.
+	if "$top/tests/vm/mkinitramfs.sh" "${args[@]}" >&2 &&
+	   "$out/user/tools/uio-nvme-pattern" "$base.nvme.img" 64 "$nvme_seed"; then
 		"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$base.cpio.gz" \
 			--iommu "$iommu" --log "$base.log" --klog "$base.kmsg" \
-			--timeout "$vm_timeout" --append "uioheap.args=$gargs $vm_append" \
+			--nvme "$base.nvme.img" --timeout "$vm_timeout" \
+			--append "uioheap.args=$gargs,nvme_seed=$nvme_seed $vm_append" \
 			>"$base.out" || rc=$?
 	else
 		rc=2; : >"$base.out"; : >"$base.kmsg"

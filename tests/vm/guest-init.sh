@@ -3,7 +3,8 @@
 # shellcheck shell=dash disable=SC2086,SC2046,SC2155,SC2013
 #
 # /init of the uio-heap test initramfs (busybox sh, runs as PID 1).
-# Loads the in-tree modules, binds QEMU edu devices to uio_pci_generic,
+# Loads the in-tree modules, binds QEMU edu devices and the NVMe controller
+# (UIOHEAP_NVME, from run-vm.sh) to uio_pci_generic,
 # runs /payload/run.sh between markers, dumps dmesg, powers off.  Its own
 # output and the payload's go to ttyS0; the kernel's console is ttyS1
 # (tests/vm/run-vm.sh).  What went wrong while setting up is written to
@@ -67,6 +68,18 @@ bind_edu() {
 	setup_failed "edu devices not bound to uio_pci_generic after 5 s"
 }
 
+# The NVMe controller, QEMU's 1b36:0010: no kernel driver is loaded for it.
+bind_nvme() {
+	[ -n "${UIOHEAP_NVME:-}" ] || return 0
+	echo "1b36 0010" >/sys/bus/pci/drivers/uio_pci_generic/new_id ||
+		setup_failed "new_id write for NVMe to uio_pci_generic failed"
+	for _ in $(seq 50); do
+		[ -e /sys/bus/pci/devices/$UIOHEAP_NVME/uio ] && return 0
+		usleep 100000
+	done
+	setup_failed "NVMe $UIOHEAP_NVME not bound to uio_pci_generic after 5 s"
+}
+
 # uioN names of the given PCI addresses (space separated in, out).
 uio_of() {
 	local bdf u out=''
@@ -88,6 +101,7 @@ export_env() {
 	export UIOHEAP_EDU="${edu# }" UIOHEAP_EDU_UIO="$(uio_of $edu)"
 	export UIOHEAP_EDU28_UIO="$(uio_of ${UIOHEAP_EDU28:-})"
 	export UIOHEAP_EDU64_UIO="$(uio_of ${UIOHEAP_EDU64:-})"
+	export UIOHEAP_NVME_UIO="$(uio_of ${UIOHEAP_NVME:-})"
 	env | grep '^UIOHEAP_' | sort | sed 's/^/uioheap-init: /'
 }
 
@@ -107,6 +121,7 @@ exec </dev/null >/dev/ttyS0 2>&1
 parse_args
 load_modules
 bind_edu
+bind_nvme
 export_env
 run_payload
 sync

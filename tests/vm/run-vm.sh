@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Boot a kernel + initramfs (from mkinitramfs.sh) in QEMU/TCG with edu DMA
-# devices, optionally behind an emulated Intel IOMMU.  Two serial ports:
-# ttyS0 carries /init and the payload (--log), ttyS1 is the kernel's
-# console and carries every kernel message as it is printed (--klog), so
-# that nothing depends on the ring buffer.  stdout gets only the payload's
-# output.
+# devices and an NVMe controller, optionally behind an emulated Intel
+# IOMMU.  Two serial ports: ttyS0 carries /init and the payload (--log),
+# ttyS1 is the kernel's console and carries every kernel message as it is
+# printed (--klog), so that nothing depends on the ring buffer.  stdout
+# gets only the payload's output.
 # Exit: payload rc; 124 = VM timed out, 125 = VM ended without payload end.
 set -euo pipefail
 
@@ -14,10 +14,12 @@ usage() {
 	cat >&2 <<EOF
 usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
        --log FILE [--klog FILE] [--mem 2G] [--smp 2] [--edu N] [--append "extra cmdline"]
-       [--tcg single|multi]
+       [--tcg single|multi] [--nvme IMAGE]
 
   --edu N     number of edu devices (default and minimum 2): 0000:00:10.0 has
               the default 28-bit DMA mask, 0000:00:11.0 ... are 64-bit
+  --nvme      raw image behind the NVMe controller at 0000:00:0c.0 (default:
+              an empty 64 MiB one, deleted afterwards); QEMU writes to it
   --klog      the kernel's console (default: LOG with .log replaced by .kmsg)
   --append    extra kernel command line (e.g. iommu.strict=1)
   --tcg       single (default): one host thread for all vCPUs; multi: MTTCG,
@@ -29,6 +31,7 @@ EOF
 die() { echo "${0##*/}: $*" >&2; exit "${2:-2}"; }
 
 kernel='' initrd='' iommu='' tmo='' log='' klog='' mem=2G smp=2 nedu=2 append='' tcg=single
+nvme=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
@@ -42,6 +45,7 @@ while [ $# -gt 0 ]; do
 	--edu) nedu=${2:?}; shift 2 ;;
 	--append) append=${2?}; shift 2 ;;
 	--tcg) tcg=${2:?}; shift 2 ;;
+	--nvme) nvme=${2:?}; shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -76,11 +80,19 @@ for ((i = 1; i < nedu; i++)); do
 	qemu+=(-device "edu,addr=0x$slot,dma_mask=0xffffffffffffffff")
 	edu64+="${edu64:++}0000:00:$slot.0"
 done
-cmdline+=" uioheap.args=iommu=$iommu,edu28=0000:00:10.0,edu64=$edu64 $append"
-qemu+=(-append "$cmdline")
-
 qout=$(mktemp)
 trap 'rm -f "$qout"' EXIT
+# An NVMe controller below the edu slots, which grow from 0x10 with --edu.
+if [ -z "$nvme" ]; then
+	nvme=$(mktemp)
+	trap 'rm -f "$qout" "$nvme"' EXIT
+	truncate -s 64M "$nvme"
+fi
+[ -w "$nvme" ] || die "cannot write NVMe image $nvme"
+qemu+=(-drive "file=$nvme,if=none,format=raw,id=nvm0"
+       -device "nvme,serial=uioheap0,drive=nvm0,addr=0x0c")
+cmdline+=" uioheap.args=iommu=$iommu,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0 $append"
+qemu+=(-append "$cmdline")
 : >"$log"; : >"$klog"
 start=$(date +%s)
 qrc=0

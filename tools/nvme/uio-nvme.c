@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uio-nvme: a polled NVMe driver in userspace, on uio_pci_generic and
+ * uio-heap.  The driver is nvme.c; this is what a program does with it.
+ *
+ * Usage: uio-nvme [-q DEPTH] uioN [identify]
+ *        uio-nvme [-q DEPTH] uioN read LBA COUNT  > data
+ *        uio-nvme [-q DEPTH] uioN write LBA COUNT < data
+ *
+ * Bind the controller to uio_pci_generic first (its kernel driver must
+ * let go of it), and load uio_heap:
+ *
+ *   echo 0000:01:00.0 > /sys/bus/pci/drivers/nvme/unbind
+ *   echo "VENDOR DEVICE" > /sys/bus/pci/drivers/uio_pci_generic/new_id
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nvme.h"
+
+static int usage(void)
+{
+	fprintf(stderr,
+		"usage: uio-nvme [-q DEPTH] uioN [identify | read LBA COUNT | write LBA COUNT]\n");
+	return 2;
+}
+
+static int failed(struct nvme_ctrl *c, const char *what)
+{
+	fprintf(stderr, "uio-nvme: %s: %s\n", what, c->err);
+	return 1;
+}
+
+static void identify(struct nvme_ctrl *c)
+{
+	const struct nvme_queue *q = &c->ioq[0];
+
+	printf("controller %s (%s): %s, serial %s, firmware %s, NVMe %u.%u\n",
+	       c->uio, c->pci, c->mn, c->sn, c->fr, c->vs >> 16,
+	       (c->vs >> 8) & 0xff);
+	printf("  page %zu bytes, max transfer %zu bytes, doorbell stride %u\n",
+	       c->page, c->max_xfer, c->db_stride);
+	printf("  %d I/O queue pair(s) of %u entries; admin SQ at %#llx\n",
+	       c->nr_ioq, q->depth, (unsigned long long)c->admin.sq.addr);
+	printf("namespace %u: %llu blocks of %u bytes (%llu MiB)\n", c->nsid,
+	       (unsigned long long)c->nsze, c->lba_size,
+	       (unsigned long long)(c->nsze * c->lba_size >> 20));
+}
+
+/*
+ * Moves COUNT blocks in chunks of max_xfer, keeping up to a window of
+ * chunks in flight: submit the whole window, then reap it.  Chunks may
+ * complete in any order; each has its own part of one buffer.
+ */
+static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
+		    uint64_t count)
+{
+	struct nvme_queue *q = &c->ioq[0];
+	uint32_t per = c->max_xfer / c->lba_size, nlb;
+	unsigned int window = q->depth - 1, n, k;
+	struct nvme_cpl cpl[64];
+	size_t len, done, blocks;
+	struct nvme_dma buf;
+	char text[96];
+	ssize_t got;
+	int ret;
+
+	/* As many chunks as the queue and one heap buffer hold. */
+	if (window > 64)
+		window = 64;
+	if (window > NVME_DMA_CHUNK_MAX / c->max_xfer)
+		window = NVME_DMA_CHUNK_MAX / c->max_xfer;
+	if (!window)
+		window = 1;
+	ret = nvme_dma_alloc(c, &buf, (size_t)window * c->max_xfer);
+	if (ret)
+		return failed(c, "buffer");
+	while (count) {
+		/* Submit a window of chunks, each with its part of the buffer. */
+		for (n = 0, blocks = 0; n < window && count; n++) {
+			nlb = count < per ? count : per;
+			len = (size_t)nlb * c->lba_size;
+			for (done = 0; write && done < len; done += got) {
+				got = read(0, (char *)buf.cpu + n * c->max_xfer + done,
+					   len - done);
+				if (got <= 0) {
+					fprintf(stderr, "uio-nvme: stdin ended early\n");
+					return 1;
+				}
+			}
+			ret = nvme_submit_rw(c, q, write, lba, nlb, &buf,
+					     (size_t)n * c->max_xfer, NULL);
+			if (ret)
+				return failed(c, "submit");
+			lba += nlb;
+			count -= nlb;
+			blocks += nlb;
+		}
+		/* Then reap them, in whatever order they complete. */
+		while (q->inflight) {
+			got = nvme_reap(c, q, cpl, 64);
+			if (got < 0)
+				return failed(c, "completion");
+			for (k = 0; k < got; k++) {
+				if (!cpl[k].status)
+					continue;
+				fprintf(stderr, "uio-nvme: command %u: %s\n",
+					cpl[k].cid, nvme_status_str(cpl[k].status,
+								    text, sizeof(text)));
+				return 1;
+			}
+		}
+		/* Chunks are max_xfer apart in the buffer, all full but the last. */
+		if (!write && fwrite(buf.cpu, c->lba_size, blocks, stdout) != blocks)
+			return 1;
+	}
+	nvme_dma_free(&buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct nvme_opts opts = { 0 };
+	unsigned long long lba = 0, count = 0;
+	const char *cmd = "identify";
+	struct nvme_ctrl c;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "q:")) != -1) {
+		if (opt != 'q')
+			return usage();
+		opts.io_depth = strtoul(optarg, NULL, 0);
+	}
+	if (optind >= argc)
+		return usage();
+	if (optind + 1 < argc)
+		cmd = argv[optind + 1];
+	if (strcmp(cmd, "identify")) {
+		if (optind + 4 != argc ||
+		    (strcmp(cmd, "read") && strcmp(cmd, "write")))
+			return usage();
+		lba = strtoull(argv[optind + 2], NULL, 0);
+		count = strtoull(argv[optind + 3], NULL, 0);
+	}
+
+	ret = nvme_open(&c, argv[optind], &opts);
+	if (ret)
+		return failed(&c, "bring-up");
+	if (!strcmp(cmd, "identify"))
+		identify(&c);
+	else
+		ret = transfer(&c, !strcmp(cmd, "write"), lba, count);
+	fflush(stdout);
+	fprintf(stderr, "uio-nvme: %llu I/O commands\n", c.ios);
+	if (nvme_close(&c))
+		return failed(&c, "shutdown");
+	return ret;
+}

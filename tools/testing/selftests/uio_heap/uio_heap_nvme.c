@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * uio_heap NVMe selftests: the example NVMe driver (tools/nvme/) drives a
+ * real controller model through uio-heap buffers.
+ *
+ * The VM bench attaches QEMU's nvme device, binds it to uio_pci_generic
+ * and names it in UIOHEAP_NVME (PCI address); its namespace is an image
+ * the host filled from UIOHEAP_NVME_SEED (tools/nvme/pattern.h), so
+ * reads are checked against data the driver did not produce.  A missing
+ * controller is a failure, not a skip.
+ *
+ * Reads and writes, single-page, two-page and PRP-list transfers, a full
+ * queue, the addresses the controller is given (IOVAs behind an IOMMU,
+ * physical addresses without one: UIOHEAP_IOMMU says which), decoded
+ * errors and timeouts, refused bad input, and revocation on unbind.
+ *
+ * Every test prints "# summary: nvme_ios=N", the I/O commands it
+ * completed.
+ */
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+#include "lib/uioheap.h"
+#include "nvme/nvme.h"
+#include "nvme/pattern.h"
+
+#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
+#define TIMEOUT		180	/* seconds per test, in TCG */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static int write_str(const char *path, const char *text)
+{
+	ssize_t len = strlen(text), n;
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	n = n == len ? 0 : -errno;
+	close(fd);
+	return n;
+}
+
+/* The UIO device of PCI device @pci, waiting up to @ms for it. */
+static int uio_of_pci(const char *pci, char *uio, size_t size, int ms)
+{
+	long long end = now_ms() + ms;
+	struct dirent *de;
+	char path[128];
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", pci);
+	for (;;) {
+		dir = opendir(path);
+		while (dir && (de = readdir(dir))) {
+			if (strncmp(de->d_name, "uio", 3) ||
+			    strlen(de->d_name) >= size)
+				continue;
+			memcpy(uio, de->d_name, strlen(de->d_name) + 1);
+			closedir(dir);
+			return 0;
+		}
+		if (dir)
+			closedir(dir);
+		if (now_ms() > end)
+			return -ENOENT;
+		usleep(10000);
+	}
+}
+
+static bool wait_path(const char *path, bool want, int ms)
+{
+	long long end = now_ms() + ms;
+
+	while ((access(path, F_OK) == 0) != want) {
+		if (now_ms() > end)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
+/* Touches @p: 0, or the signal it raised. */
+static sigjmp_buf probe_env;
+
+static void probe_handler(int sig)
+{
+	siglongjmp(probe_env, sig);
+}
+
+static int touch_signal(volatile uint8_t *p)
+{
+	struct sigaction sa = { .sa_handler = probe_handler }, old;
+	int sig;
+
+	sigaction(SIGBUS, &sa, &old);
+	sig = sigsetjmp(probe_env, 1);
+	if (!sig)
+		(void)*p;
+	sigaction(SIGBUS, &old, NULL);
+	return sig;
+}
+
+/*
+ * Is the page at @va also at physical address @phys?  /proc/self/pagemap
+ * cannot say: it reports VM_PFNMAP mappings, which heap mappings are, as
+ * holes.  /proc/kcore (root only) can: its RAM segments carry physical
+ * addresses, so the page's contents are compared with the memory there.
+ * Returns 1 (it is), 0 (it is not, or no RAM is there), -errno.
+ */
+static int page_at_phys(int kcore, const void *va, uint64_t phys)
+{
+	static uint8_t there[4096];
+	long ps = sysconf(_SC_PAGESIZE);
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int i;
+
+	if (ps != sizeof(there) ||
+	    pread(kcore, &eh, sizeof(eh), 0) != sizeof(eh))
+		return -EIO;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(kcore, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
+		    sizeof(ph))
+			return -EIO;
+		if (ph.p_type != PT_LOAD || ph.p_paddr == ~0ull ||
+		    phys < ph.p_paddr || phys + ps > ph.p_paddr + ph.p_memsz)
+			continue;
+		if (pread(kcore, there, ps, ph.p_offset + phys - ph.p_paddr) != ps)
+			return -EIO;
+		return !memcmp(there, va, ps);
+	}
+	return 0;
+}
+
+#define DMA_API_DUMP	"/sys/kernel/debug/dma-api/dump"
+
+/*
+ * Kernels without /proc/kcore (the debug test kernel) have DMA-API
+ * debugging, which lists each coherent allocation of @pci with the
+ * physical address of its first page (P=) and its DMA address (D=).
+ * Returns 1 if the buffer at DMA address @dma is also there physically, 0
+ * if not, -ENOENT if the DMA API has no such allocation.
+ */
+static int dma_api_at_phys(const char *pci, uint64_t dma)
+{
+	char line[512], *p, *d;
+	int ret = -ENOENT;
+	FILE *f;
+
+	f = fopen(DMA_API_DUMP, "re");
+	if (!f)
+		return -errno;
+	while (ret < 0 && fgets(line, sizeof(line), f)) {
+		p = strstr(line, " P=");
+		d = strstr(line, " D=");
+		if (!strstr(line, pci) || !strstr(line, " coherent ") || !p || !d ||
+		    strtoull(d + 3, NULL, 16) != dma)
+			continue;
+		ret = strtoull(p + 3, NULL, 16) == dma;
+	}
+	fclose(f);
+	return ret;
+}
+
+/* splitmix64, for write data. */
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+FIXTURE(nvme) {
+	char pci[32];
+	char uio[16];
+	uint64_t seed;
+	struct nvme_ctrl c;
+	bool open;
+	unsigned long long ios;		/* of controllers already closed */
+	uint64_t scratch;		/* first LBA the tests may write */
+};
+
+static void ctrl_open(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(nvme) *self)
+{
+	/* Deep queues: as deep as CAP.MQES lets the driver make them. */
+	struct nvme_opts opts = { .io_queues = 2, .io_depth = 65536 };
+	int ret;
+
+	ASSERT_EQ(0, uio_of_pci(self->pci, self->uio, sizeof(self->uio), 5000))
+		TH_LOG("%s has no UIO device: not bound to uio_pci_generic",
+		       self->pci);
+	ret = nvme_open(&self->c, self->uio, &opts);
+	ASSERT_EQ(0, ret) TH_LOG("nvme_open(%s): %s", self->uio, self->c.err);
+	self->open = true;
+	self->scratch = nvme_pattern_scratch(self->c.nsze * self->c.lba_size) /
+			self->c.lba_size;
+}
+
+static int ctrl_close(FIXTURE_DATA(nvme) *self)
+{
+	int ret;
+
+	if (!self->open)
+		return 0;
+	self->ios += self->c.ios;
+	self->open = false;
+	ret = nvme_close(&self->c);
+	if (ret)
+		fprintf(stderr, "# nvme_close: %s\n", self->c.err);
+	return ret;
+}
+
+FIXTURE_SETUP(nvme)
+{
+	const char *pci = getenv("UIOHEAP_NVME");
+	const char *seed = getenv("UIOHEAP_NVME_SEED");
+
+	ASSERT_TRUE(pci && *pci)
+		TH_LOG("UIOHEAP_NVME unset: the VM has no NVMe controller");
+	ASSERT_GT(sizeof(self->pci), strlen(pci));
+	memcpy(self->pci, pci, strlen(pci) + 1);
+	ASSERT_TRUE(seed && *seed)
+		TH_LOG("UIOHEAP_NVME_SEED unset: the image's contents are unknown");
+	self->seed = strtoull(seed, NULL, 0);
+	ctrl_open(_metadata, self);
+}
+
+FIXTURE_TEARDOWN(nvme)
+{
+	EXPECT_EQ(0, ctrl_close(self));
+	printf("# summary: nvme_ios=%llu\n", self->ios);
+	fflush(stdout);
+}
+
+/*
+ * Reads @nlb blocks at @lba into @buf at @off and checks them against the
+ * image, and that the bytes around them were not touched.
+ */
+static void read_check(struct __test_metadata *_metadata, struct nvme_ctrl *c,
+		       uint64_t seed, uint64_t lba, uint32_t nlb,
+		       struct nvme_dma *buf, size_t off)
+{
+	size_t len = (size_t)nlb * c->lba_size;
+	uint8_t *p = buf->cpu;
+	long long bad;
+
+	memset(buf->cpu, 0xa5, buf->len);
+	ASSERT_EQ(0, nvme_rw(c, false, lba, nlb, buf, off))
+		TH_LOG("read of %u blocks at %llu: %s", nlb,
+		       (unsigned long long)lba, c->err);
+	bad = nvme_pattern_check(p + off, lba * c->lba_size, len, seed);
+	ASSERT_EQ(-1, bad)
+		TH_LOG("read of %u blocks at LBA %llu, buffer offset %zu: wrong data at byte %lld",
+		       nlb, (unsigned long long)lba, off, bad);
+	if (off)
+		ASSERT_EQ(0xa5, p[off - 1]) TH_LOG("DMA before the buffer");
+	if (off + len < buf->len)
+		ASSERT_EQ(0xa5, p[off + len]) TH_LOG("DMA past the transfer");
+}
+
+/* Opens the controller again, and reads a page as a check that it works. */
+static void reopen_and_read(struct __test_metadata *_metadata,
+			    FIXTURE_DATA(nvme) *self)
+{
+	struct nvme_dma buf;
+
+	ctrl_open(_metadata, self);
+	ASSERT_EQ(0, nvme_dma_alloc(&self->c, &buf, self->c.page));
+	read_check(_metadata, &self->c, self->seed, 0,
+		   self->c.page / self->c.lba_size ? : 1, &buf, 0);
+	nvme_dma_free(&buf);
+}
+
+TEST_F_TIMEOUT(nvme, identify_reads_the_device, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	struct nvme_queue *q = &c->ioq[0];
+
+	TH_LOG("%s %s: \"%s\" serial \"%s\" fw \"%s\", page %zu, max transfer %zu, %d queues of %u, ns %u: %llu x %u bytes",
+	       self->uio, self->pci, c->mn, c->sn, c->fr, c->page, c->max_xfer,
+	       c->nr_ioq, q->depth, c->nsid, (unsigned long long)c->nsze,
+	       c->lba_size);
+	/* The host gave the controller this serial (tests/vm/run-vm.sh). */
+	EXPECT_STREQ("uioheap0", c->sn);
+	EXPECT_LE(512, c->lba_size);
+	EXPECT_EQ(0, c->lba_size & (c->lba_size - 1));
+	EXPECT_LE(c->page, c->max_xfer);
+	EXPECT_EQ(0, c->max_xfer % c->lba_size);
+	EXPECT_LE(2, q->depth);
+	EXPECT_LE(1, c->nr_ioq);
+	/* The image is 64 MiB: the namespace is all of it. */
+	EXPECT_EQ(64ull << 20, c->nsze * c->lba_size);
+}
+
+TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	uint32_t per = c->lba_size >= c->page ? 1 : c->page / c->lba_size;
+	uint64_t s = self->seed, lba;
+	struct nvme_dma buf;
+	uint32_t nlb;
+	int i;
+
+	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, 4 * c->page)) TH_LOG("%s", c->err);
+	/* One block; one whole page; a block at the end of the image area. */
+	read_check(_metadata, c, self->seed, 0, 1, &buf, 0);
+	read_check(_metadata, c, self->seed, 1, per, &buf, 0);
+	read_check(_metadata, c, self->seed, self->scratch - 1, 1, &buf, 0);
+	/* Random blocks across the pattern area, up to two pages. */
+	for (i = 0; i < 64; i++) {
+		lba = rnd(&s) % (self->scratch - 2 * per);
+		nlb = 1 + rnd(&s) % (2 * per);
+		read_check(_metadata, c, self->seed, lba, nlb, &buf,
+			   (rnd(&s) % c->page) & ~(size_t)3);
+	}
+	nvme_dma_free(&buf);
+}
+
+/*
+ * PRP1 alone, PRP1 + PRP2, and PRP lists: lengths around page multiples,
+ * at buffer offsets that move where the pages start, up to MDTS.
+ */
+TEST_F_TIMEOUT(nvme, prp_list_transfers, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	uint32_t max = c->max_xfer / c->lba_size, pb = c->page / c->lba_size;
+	const size_t offs[] = { 0, 4, 512, c->page / 2, c->page - 4 };
+	uint32_t lens[] = { 1, pb, pb + 1, 2 * pb, 2 * pb + 1, 3 * pb,
+			    max / 2, max - 1, max };
+	struct nvme_dma buf;
+	unsigned int i, j;
+
+	/* Lists are only needed beyond two pages; MDTS must allow that. */
+	ASSERT_LT(2 * c->page, c->max_xfer);
+	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, c->max_xfer + c->page))
+		TH_LOG("%s", c->err);
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		if (!lens[i] || lens[i] > max)
+			continue;
+		for (j = 0; j < ARRAY_SIZE(offs); j++)
+			read_check(_metadata, c, self->seed, 7 * i + j,
+				   lens[i], &buf, offs[j]);
+	}
+	nvme_dma_free(&buf);
+}
+
+/* Writes to the scratch area read back; the blocks around stay as they were. */
+TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	uint32_t max = c->max_xfer / c->lba_size, pb = c->page / c->lba_size;
+	uint32_t lens[] = { 1, pb ? pb : 1, 2 * pb + 1, max };
+	uint64_t s = now_ms(), lba = self->scratch + 1, *w;
+	struct nvme_dma out, in, around, was;
+	size_t len, k, bs = c->lba_size;
+	unsigned int i;
+
+	ASSERT_EQ(0, nvme_dma_alloc(c, &out, c->max_xfer + c->page));
+	ASSERT_EQ(0, nvme_dma_alloc(c, &in, c->max_xfer));
+	ASSERT_EQ(0, nvme_dma_alloc(c, &around, 2 * bs));
+	ASSERT_EQ(0, nvme_dma_alloc(c, &was, 2 * bs));
+	for (i = 0; i < ARRAY_SIZE(lens); i++) {
+		if (!lens[i] || lens[i] > max)
+			continue;
+		len = (size_t)lens[i] * bs;
+		ASSERT_GE(c->nsze, lba + lens[i] + 1);
+		/* The blocks either side, before the write. */
+		ASSERT_EQ(0, nvme_rw(c, false, lba - 1, 1, &was, 0));
+		ASSERT_EQ(0, nvme_rw(c, false, lba + lens[i], 1, &was, bs));
+
+		/* Random data, from a dword-aligned offset in the buffer. */
+		w = (uint64_t *)((uint8_t *)out.cpu + 4 * i);
+		for (k = 0; k < len / 8; k++)
+			w[k] = rnd(&s);
+		ASSERT_EQ(0, nvme_rw(c, true, lba, lens[i], &out, 4 * i))
+			TH_LOG("write of %u blocks at %llu: %s", lens[i],
+			       (unsigned long long)lba, c->err);
+
+		memset(in.cpu, 0xa5, in.len);
+		ASSERT_EQ(0, nvme_rw(c, false, lba, lens[i], &in, 0))
+			TH_LOG("%s", c->err);
+		EXPECT_EQ(0, memcmp(in.cpu, w, len))
+			TH_LOG("%u blocks at LBA %llu did not read back",
+			       lens[i], (unsigned long long)lba);
+		ASSERT_EQ(0, nvme_rw(c, false, lba - 1, 1, &around, 0));
+		ASSERT_EQ(0, nvme_rw(c, false, lba + lens[i], 1, &around, bs));
+		EXPECT_EQ(0, memcmp(around.cpu, was.cpu, 2 * bs))
+			TH_LOG("a block next to the write changed");
+		lba += lens[i] + 2;
+	}
+	nvme_dma_free(&out);
+	nvme_dma_free(&in);
+	nvme_dma_free(&around);
+	nvme_dma_free(&was);
+}
+
+/*
+ * Every I/O queue filled to depth - 1 commands before the first
+ * completion is reaped: single blocks into their own slots, then
+ * three-page reads, each with its own PRP list, into a ring of slots that
+ * commands reading the same blocks share.
+ */
+static void fill_queues(struct __test_metadata *_metadata,
+			FIXTURE_DATA(nvme) *self, bool lists)
+{
+	struct nvme_ctrl *c = &self->c;
+	size_t bs = c->lba_size, slot = lists ? 3 * c->page : bs;
+	uint32_t nlb = slot / bs;
+	unsigned int total = 0, done = 0, i, k, nslots;
+	struct nvme_dma buf[NVME_MAX_IOQ];
+	struct nvme_cpl cpl[64];
+	uint8_t *seen[NVME_MAX_IOQ];
+	struct nvme_queue *q;
+	int qi, n;
+
+	for (qi = 0; qi < c->nr_ioq; qi++) {
+		q = &c->ioq[qi];
+		nslots = q->depth - 1;
+		if ((size_t)nslots * slot > (1u << 20))
+			nslots = (1u << 20) / slot;
+		ASSERT_EQ(0, nvme_dma_alloc(c, &buf[qi], nslots * slot))
+			TH_LOG("%s", c->err);
+		seen[qi] = calloc(q->depth, 1);
+		ASSERT_NE(NULL, seen[qi]);
+		for (i = 0; i < q->depth - 1u; i++) {
+			k = i % nslots;
+			ASSERT_EQ(0, nvme_submit_rw(c, q, false,
+						    (qi * nslots + k) * nlb, nlb,
+						    &buf[qi], k * slot, NULL))
+				TH_LOG("command %u of %u: %s", i, q->depth - 1,
+				       c->err);
+		}
+		/* depth - 1 in flight is full: the SQ would wrap onto its head. */
+		EXPECT_EQ(-EAGAIN, nvme_submit_rw(c, q, false, 0, 1, &buf[qi],
+						  0, NULL));
+		total += q->depth - 1;
+	}
+	for (qi = 0; qi < c->nr_ioq; qi++) {
+		q = &c->ioq[qi];
+		while (q->inflight) {
+			n = nvme_reap(c, q, cpl, 64);
+			ASSERT_LT(0, n) TH_LOG("%d of %u done: %s", done, total,
+					       c->err);
+			for (i = 0; i < (unsigned int)n; i++) {
+				EXPECT_EQ(0, cpl[i].status);
+				EXPECT_EQ(0, seen[qi][cpl[i].cid])
+					TH_LOG("cid %u completed twice", cpl[i].cid);
+				seen[qi][cpl[i].cid] = 1;
+			}
+			done += n;
+		}
+	}
+	EXPECT_EQ(total, done);
+	for (qi = 0; qi < c->nr_ioq; qi++) {
+		nslots = buf[qi].len / slot;
+		for (k = 0; k < nslots; k++)
+			ASSERT_EQ(-1, nvme_pattern_check((uint8_t *)buf[qi].cpu + k * slot,
+							 (qi * nslots + k) * slot,
+							 slot, self->seed))
+				TH_LOG("queue %d slot %u holds the wrong data", qi, k);
+		nvme_dma_free(&buf[qi]);
+		free(seen[qi]);
+	}
+	TH_LOG("%u commands of %zu bytes in flight on %d queue(s)", total,
+	       slot, c->nr_ioq);
+}
+
+TEST_F_TIMEOUT(nvme, full_queue_completes, TIMEOUT)
+{
+	fill_queues(_metadata, self, false);
+	fill_queues(_metadata, self, true);
+}
+
+/*
+ * The controller is given the address the heap reported.  Behind an
+ * IOMMU that is an IOVA, never the memory's physical address; without
+ * one it is the physical address, page by page.  Either way DMA lands
+ * where the CPU sees it: the data buffer is filled by the controller, and
+ * the queue pages hold the commands it fetched.
+ *
+ * Where a page physically is comes from /proc/kcore, or where a kernel
+ * has none, from the DMA API's own debugging records.
+ */
+TEST_F_TIMEOUT(nvme, dma_addresses_follow_the_iommu, TIMEOUT)
+{
+	const char *iommu = getenv("UIOHEAP_IOMMU");
+	struct nvme_ctrl *c = &self->c;
+	long ps = sysconf(_SC_PAGESIZE);
+	unsigned int i, same = 0, pages = 0;
+	struct nvme_dma *bufs[3], data;
+	char path[96], type[16];
+	int kcore, at;
+	FILE *f;
+	size_t off;
+	bool on;
+
+	ASSERT_TRUE(iommu && (!strcmp(iommu, "on") || !strcmp(iommu, "off")))
+		TH_LOG("UIOHEAP_IOMMU must say what the host asked for");
+	on = !strcmp(iommu, "on");
+	/* The heap says how its device's addresses are translated. */
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/iommu", self->uio);
+	f = fopen(path, "re");
+	ASSERT_NE(NULL, f) TH_LOG("%s: %s", path, strerror(errno));
+	ASSERT_EQ(1, fscanf(f, "%15s", type));
+	fclose(f);
+	EXPECT_TRUE(on ? !strcmp(type, "dma") || !strcmp(type, "dma-fq") :
+		    !strcmp(type, "none"))
+		TH_LOG("IOMMU %s, but %s says \"%s\"", iommu, path, type);
+	kcore = open("/proc/kcore", O_RDONLY | O_CLOEXEC);
+	ASSERT_TRUE(kcore >= 0 || !access(DMA_API_DUMP, R_OK))
+		TH_LOG("neither /proc/kcore nor %s: run as root", DMA_API_DUMP);
+
+	ASSERT_EQ(0, nvme_dma_alloc(c, &data, c->max_xfer)) TH_LOG("%s", c->err);
+	read_check(_metadata, c, self->seed, 3, c->max_xfer / c->lba_size,
+		   &data, 0);
+	bufs[0] = &data;
+	bufs[1] = &c->admin.sq;
+	bufs[2] = &c->ioq[0].sq;
+	for (i = 0; i < 3; i++) {
+		if (kcore < 0) {
+			/* The first page of each buffer, from the DMA API. */
+			at = dma_api_at_phys(self->pci, bufs[i]->addr);
+			ASSERT_LE(0, at) TH_LOG("%s: %s", DMA_API_DUMP, strerror(-at));
+			pages++;
+			same += at;
+			continue;
+		}
+		/* Queues: their first page, where the commands so far are. */
+		for (off = 0; off < (i ? (size_t)ps : bufs[i]->len); off += ps) {
+			at = page_at_phys(kcore, (uint8_t *)bufs[i]->cpu + off,
+					  bufs[i]->addr + off);
+			ASSERT_LE(0, at) TH_LOG("/proc/kcore: %s", strerror(-at));
+			pages++;
+			same += at;
+		}
+	}
+	if (kcore >= 0)
+		close(kcore);
+	TH_LOG("IOMMU %s: %u of %u pages at their DMA address as physical address (data at %#llx, from %s)",
+	       iommu, same, pages, (unsigned long long)data.addr,
+	       kcore >= 0 ? "/proc/kcore" : DMA_API_DUMP);
+	/* Behind the IOMMU no page, without it every page. */
+	EXPECT_EQ(on ? 0 : pages, same);
+	nvme_dma_free(&data);
+}
+
+/* Command errors come back decoded; the controller goes on working. */
+TEST_F_TIMEOUT(nvme, command_errors_are_decoded, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	struct nvme_sqe cmd = { .opc = 0x06, .cdw10 = 0xff };	/* bad CNS */
+	struct nvme_dma buf;
+
+	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, c->page));
+	cmd.prp1 = buf.addr;
+	EXPECT_EQ(-EIO, nvme_rw(c, false, c->nsze, 1, &buf, 0));
+	EXPECT_EQ(0x080, c->status & 0x7ff);
+	EXPECT_NE(NULL, strstr(c->err, "LBA Out of Range")) TH_LOG("%s", c->err);
+	TH_LOG("%s", c->err);
+
+	EXPECT_EQ(-EIO, nvme_admin(c, &cmd, "Identify CNS 0xff", NULL));
+	EXPECT_EQ(0x002, c->status & 0x7ff);
+	EXPECT_NE(NULL, strstr(c->err, "Invalid Field in Command"))
+		TH_LOG("%s", c->err);
+	TH_LOG("%s", c->err);
+
+	read_check(_metadata, c, self->seed, 0, 1, &buf, 0);
+	nvme_dma_free(&buf);
+}
+
+/*
+ * A command the controller cannot fetch (bus mastering switched off
+ * behind the driver's back) times out with the controller's status in
+ * the message; the next nvme_open() recovers the controller.
+ */
+TEST_F_TIMEOUT(nvme, timeout_is_reported, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	struct nvme_cpl cpl;
+	struct nvme_dma buf;
+	char path[128];
+	uint16_t cmd;
+	int cfg;
+
+	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, c->page));
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", self->pci);
+	cfg = open(path, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, cfg);
+	ASSERT_EQ(2, pread(cfg, &cmd, 2, 4));
+	cmd &= ~0x4;	/* PCI_COMMAND_MASTER */
+	ASSERT_EQ(2, pwrite(cfg, &cmd, 2, 4));
+
+	c->cmd_timeout_ms = 2000;
+	ASSERT_EQ(0, nvme_submit_rw(c, &c->ioq[0], false, 0, 1, &buf, 0, NULL));
+	EXPECT_EQ(-ETIMEDOUT, nvme_reap(c, &c->ioq[0], &cpl, 1));
+	EXPECT_NE(NULL, strstr(c->err, "no completion within 2000 ms"))
+		TH_LOG("%s", c->err);
+	EXPECT_NE(NULL, strstr(c->err, "CSTS")) TH_LOG("%s", c->err);
+	TH_LOG("%s", c->err);
+
+	cmd |= 0x4;
+	ASSERT_EQ(2, pwrite(cfg, &cmd, 2, 4));
+	close(cfg);
+	nvme_dma_free(&buf);
+	/* Whatever state it is in now, closing is bounded, and open resets. */
+	ctrl_close(self);
+	reopen_and_read(_metadata, self);
+}
+
+/*
+ * The example program, run as a user would run it: identify, and a 4 MiB
+ * read to stdout, more than one buffer's worth of chunks, that must be
+ * the image.  It opens the controller itself, so the fixture's driver
+ * lets go first.
+ */
+TEST_F_TIMEOUT(nvme, program_reads_the_image, TIMEOUT)
+{
+	uint32_t lba_size = self->c.lba_size;
+	size_t len = 4 << 20, got = 0, n;
+	char cmd[192], line[256];
+	unsigned long long ios = 0;
+	bool serial = false;
+	uint8_t *data;
+	FILE *f;
+
+	ASSERT_EQ(0, access("./uio-nvme", X_OK)) TH_LOG("no ./uio-nvme in the payload");
+	ASSERT_EQ(0, ctrl_close(self));
+
+	snprintf(cmd, sizeof(cmd), "./uio-nvme %s identify 2>&1", self->uio);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f)) {
+		printf("# %s", line);
+		serial |= strstr(line, "serial uioheap0") != NULL;
+	}
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_TRUE(serial);
+
+	data = malloc(len + 1);
+	ASSERT_NE(NULL, data);
+	snprintf(cmd, sizeof(cmd), "./uio-nvme %s read 0 %zu 2>/tmp/uio-nvme.err",
+		 self->uio, len / lba_size);
+	f = popen(cmd, "r");
+	ASSERT_NE(NULL, f);
+	while ((n = fread(data + got, 1, len + 1 - got, f)) > 0)
+		got += n;
+	EXPECT_EQ(0, pclose(f));
+	EXPECT_EQ(len, got);
+	EXPECT_EQ(-1, nvme_pattern_check(data, 0, len, self->seed));
+	free(data);
+	/* It says how many commands it ran: "uio-nvme: N I/O commands". */
+	f = fopen("/tmp/uio-nvme.err", "re");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "uio-nvme: %llu I/O commands", &ios) != 1)
+			printf("# %s", line);
+	fclose(f);
+	EXPECT_LE(len / (self->c.max_xfer ? : len), ios);
+	self->ios += ios;
+}
+
+/* Not an NVMe controller, no UIO device, no heap: refused, and said why. */
+TEST_F_TIMEOUT(nvme, bad_input_is_refused, TIMEOUT)
+{
+	const char *ko = getenv("UIOHEAP_KO");
+	char edu[16] = "", node[64];
+	struct nvme_ctrl other;
+	const char *edus;
+
+	edus = getenv("UIOHEAP_EDU_UIO");
+	ASSERT_TRUE(edus && sscanf(edus, "%15s", edu) == 1)
+		TH_LOG("UIOHEAP_EDU_UIO names no edu device");
+	EXPECT_EQ(-ENODEV, nvme_open(&other, edu, NULL));
+	EXPECT_NE(NULL, strstr(other.err, "is not an NVMe controller"))
+		TH_LOG("%s", other.err);
+	TH_LOG("%s", other.err);
+	EXPECT_EQ(-ENODEV, nvme_open(&other, "uio999", NULL));
+	EXPECT_NE(NULL, strstr(other.err, "no such UIO device"))
+		TH_LOG("%s", other.err);
+	TH_LOG("%s", other.err);
+
+	/* No heap: unload uio_heap (nothing may hold it), then load it again. */
+	ASSERT_TRUE(ko && *ko) TH_LOG("UIOHEAP_KO unset");
+	ASSERT_EQ(0, ctrl_close(self));
+	ASSERT_EQ(0, syscall(__NR_delete_module, "uio_heap", O_NONBLOCK))
+		TH_LOG("rmmod uio_heap: %s", strerror(errno));
+	EXPECT_EQ(-ENOENT, nvme_open(&other, self->uio, NULL));
+	EXPECT_NE(NULL, strstr(other.err, "is uio_heap loaded?"))
+		TH_LOG("%s", other.err);
+	TH_LOG("%s", other.err);
+	{
+		int fd = open(ko, O_RDONLY | O_CLOEXEC);
+
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, syscall(__NR_finit_module, fd, "", 0))
+			TH_LOG("insmod %s: %s", ko, strerror(errno));
+		close(fd);
+	}
+	snprintf(node, sizeof(node), "/dev/dma_heap/%s", self->uio);
+	ASSERT_TRUE(wait_path(node, true, 5000)) TH_LOG("%s did not come back", node);
+	reopen_and_read(_metadata, self);
+}
+
+/*
+ * Unbinding the controller while the driver holds its buffers revokes
+ * them: mappings raise SIGBUS, address queries fail, and the driver only
+ * resets the controller.  Rebound, it works again.
+ */
+TEST_F_TIMEOUT(nvme, unbind_revokes_buffers, TIMEOUT)
+{
+	struct nvme_ctrl *c = &self->c;
+	struct nvme_dma buf;
+	char node[64];
+	uint64_t addr;
+
+	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, c->max_xfer));
+	read_check(_metadata, c, self->seed, 0, c->max_xfer / c->lba_size,
+		   &buf, 0);
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	snprintf(node, sizeof(node), "/dev/dma_heap/%s", self->uio);
+	EXPECT_TRUE(wait_path(node, false, 1000));
+	EXPECT_EQ(SIGBUS, touch_signal(buf.cpu));
+	EXPECT_EQ(SIGBUS, touch_signal(c->admin.sq.cpu));
+	EXPECT_EQ(SIGBUS, touch_signal(c->ioq[0].cq.cpu));
+	EXPECT_EQ(-ENODEV, uioheap_dma_addr(c->heap_fd, buf.fd, &addr, NULL));
+	nvme_dma_free(&buf);
+	/* The driver sees the revocation and does not touch the queues. */
+	EXPECT_EQ(-ENODEV, ctrl_close(self));
+	EXPECT_NE(NULL, strstr(c->err, "revoked")) TH_LOG("%s", c->err);
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
+	ASSERT_EQ(0, uio_of_pci(self->pci, self->uio, sizeof(self->uio), 5000));
+	snprintf(node, sizeof(node), "/dev/dma_heap/%s", self->uio);
+	ASSERT_TRUE(wait_path(node, true, 5000)) TH_LOG("%s did not come back", node);
+	reopen_and_read(_metadata, self);
+}
+
+TEST_HARNESS_MAIN
