@@ -17,6 +17,7 @@
 #define UIO_HEAP_SELFTEST_COMMON_H
 
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -52,6 +53,7 @@
 #define SZ_4M	(4 * 1024 * 1024UL)
 
 #define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
+#define DMA_API_DUMP	"/sys/kernel/debug/dma-api/dump"
 
 static inline bool path_exists(const char *path)
 {
@@ -400,6 +402,90 @@ static inline int uio_of_pci(const char *pci, char *uio, size_t size)
 	return ret;
 }
 
+/* Waits up to @ms until PCI device @pci has a UIO device; elapsed ms or -1. */
+static inline long long wait_uio_of(const char *pci, char *uio, size_t size,
+				    int ms)
+{
+	long long start = now_ms();
+
+	while (uio_of_pci(pci, uio, size)) {
+		if (now_ms() - start > ms)
+			return -1;
+		usleep(5000);
+	}
+	return now_ms() - start;
+}
+
+/*
+ * Where a page of a heap buffer is physically, to tell an IOVA from a
+ * physical address: /proc/self/pagemap where it tells (not for VM_PFNMAP
+ * mappings, which it reports as holes); DMA-API debug's list of mappings
+ * (first page only); or the page's contents compared through /proc/kcore,
+ * whose RAM segments carry physical addresses.
+ */
+enum page_is { PAGE_UNKNOWN, PAGE_AT_ADDR, PAGE_ELSEWHERE };
+
+static inline uint64_t pagemap_phys(int fd, const void *va)
+{
+	uint64_t e;
+
+	if (fd < 0 || pread(fd, &e, 8, (uintptr_t)va / PAGE_SZ * 8) != 8 ||
+	    !(e >> 63))
+		return 0;
+	return (e & ((1ULL << 55) - 1)) * PAGE_SZ;
+}
+
+/*
+ * Where DMA-API debug saw @pci's mapping at @dma start, or 0.  Its lines
+ * read "driver device type idx N P=phys D=dma L=len ...".
+ */
+static inline uint64_t dma_debug_phys(const char *pci, uint64_t dma)
+{
+	unsigned long long p, d;
+	char line[256], dev[40], *at;
+	uint64_t phys = 0;
+	FILE *f = fopen(DMA_API_DUMP, "re");
+
+	snprintf(dev, sizeof(dev), " %s ", pci);
+	while (f && !phys && fgets(line, sizeof(line), f)) {
+		at = strstr(line, " P=");
+		if (strstr(line, dev) && at &&
+		    sscanf(at, " P=%llx D=%llx", &p, &d) == 2 && d == dma)
+			phys = p;
+	}
+	if (f)
+		fclose(f);
+	return phys;
+}
+
+/* Is @page at physical @phys?  From /proc/kcore's RAM segments. */
+static inline enum page_is kcore_page(int fd, uint64_t phys, const void *page)
+{
+	static unsigned char there[PAGE_SZ];
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int i;
+
+	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
+		return PAGE_UNKNOWN;
+	for (i = 0; i < eh.e_phnum; i++) {
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
+		    sizeof(ph))
+			return PAGE_UNKNOWN;
+		if (ph.p_type != PT_LOAD || ph.p_paddr == ~0ULL ||
+		    phys < ph.p_paddr || phys + PAGE_SZ > ph.p_paddr + ph.p_memsz)
+			continue;
+		if (pread(fd, there, PAGE_SZ, ph.p_offset + phys - ph.p_paddr) !=
+		    PAGE_SZ)
+			return PAGE_UNKNOWN;
+		return memcmp(there, page, PAGE_SZ) ? PAGE_ELSEWHERE :
+						      PAGE_AT_ADDR;
+	}
+	/* No RAM there: not where the page is. */
+	return PAGE_ELSEWHERE;
+}
+
+
 /*
  * Waits (bounded) until PCI device @pci has a UIO device and that one its
  * heap node; the elapsed ms or -1.
@@ -410,11 +496,8 @@ static inline long long wait_heap_of(const char *pci, char *uio, size_t size,
 	long long start = now_ms();
 	char node[64];
 
-	while (uio_of_pci(pci, uio, size)) {
-		if (now_ms() - start > ms)
-			return -1;
-		usleep(5000);
-	}
+	if (wait_uio_of(pci, uio, size, ms) < 0)
+		return -1;
 	node_of(node, sizeof(node), uio);
 	if (wait_path(node, true, ms - (now_ms() - start)) < 0)
 		return -1;

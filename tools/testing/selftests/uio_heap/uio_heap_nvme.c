@@ -17,180 +17,12 @@
  * Every test prints "# summary: nvme_ios=N", the I/O commands it
  * completed.
  */
-#include <dirent.h>
-#include <elf.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <setjmp.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include "kselftest_harness.h"
-#include "lib/uioheap.h"
+#include "common.h"
 #include "nvme/nvme.h"
 #include "nvme/pattern.h"
 
-#define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
 #define TIMEOUT		180	/* seconds per test, in TCG */
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-static int write_str(const char *path, const char *text)
-{
-	ssize_t len = strlen(text), n;
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, len);
-	n = n == len ? 0 : -errno;
-	close(fd);
-	return n;
-}
-
-/* The UIO device of PCI device @pci, waiting up to @ms for it. */
-static int uio_of_pci(const char *pci, char *uio, size_t size, int ms)
-{
-	long long end = now_ms() + ms;
-	struct dirent *de;
-	char path[128];
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", pci);
-	for (;;) {
-		dir = opendir(path);
-		while (dir && (de = readdir(dir))) {
-			if (strncmp(de->d_name, "uio", 3) ||
-			    strlen(de->d_name) >= size)
-				continue;
-			memcpy(uio, de->d_name, strlen(de->d_name) + 1);
-			closedir(dir);
-			return 0;
-		}
-		if (dir)
-			closedir(dir);
-		if (now_ms() > end)
-			return -ENOENT;
-		usleep(10000);
-	}
-}
-
-static bool wait_path(const char *path, bool want, int ms)
-{
-	long long end = now_ms() + ms;
-
-	while ((access(path, F_OK) == 0) != want) {
-		if (now_ms() > end)
-			return false;
-		usleep(10000);
-	}
-	return true;
-}
-
-/* Touches @p: 0, or the signal it raised. */
-static sigjmp_buf probe_env;
-
-static void probe_handler(int sig)
-{
-	siglongjmp(probe_env, sig);
-}
-
-static int touch_signal(volatile uint8_t *p)
-{
-	struct sigaction sa = { .sa_handler = probe_handler }, old;
-	int sig;
-
-	sigaction(SIGBUS, &sa, &old);
-	sig = sigsetjmp(probe_env, 1);
-	if (!sig)
-		(void)*p;
-	sigaction(SIGBUS, &old, NULL);
-	return sig;
-}
-
-/*
- * Is the page at @va also at physical address @phys?  /proc/self/pagemap
- * cannot say: it reports VM_PFNMAP mappings, which heap mappings are, as
- * holes.  /proc/kcore (root only) can: its RAM segments carry physical
- * addresses, so the page's contents are compared with the memory there.
- * Returns 1 (it is), 0 (it is not, or no RAM is there), -errno.
- */
-static int page_at_phys(int kcore, const void *va, uint64_t phys)
-{
-	static uint8_t there[4096];
-	long ps = sysconf(_SC_PAGESIZE);
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
-	int i;
-
-	if (ps != sizeof(there) ||
-	    pread(kcore, &eh, sizeof(eh), 0) != sizeof(eh))
-		return -EIO;
-	for (i = 0; i < eh.e_phnum; i++) {
-		if (pread(kcore, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
-		    sizeof(ph))
-			return -EIO;
-		if (ph.p_type != PT_LOAD || ph.p_paddr == ~0ull ||
-		    phys < ph.p_paddr || phys + ps > ph.p_paddr + ph.p_memsz)
-			continue;
-		if (pread(kcore, there, ps, ph.p_offset + phys - ph.p_paddr) != ps)
-			return -EIO;
-		return !memcmp(there, va, ps);
-	}
-	return 0;
-}
-
-#define DMA_API_DUMP	"/sys/kernel/debug/dma-api/dump"
-
-/*
- * Kernels without /proc/kcore (the debug test kernel) have DMA-API
- * debugging, which lists each coherent allocation of @pci with the
- * physical address of its first page (P=) and its DMA address (D=).
- * Returns 1 if the buffer at DMA address @dma is also there physically, 0
- * if not, -ENOENT if the DMA API has no such allocation.
- */
-static int dma_api_at_phys(const char *pci, uint64_t dma)
-{
-	char line[512], *p, *d;
-	int ret = -ENOENT;
-	FILE *f;
-
-	f = fopen(DMA_API_DUMP, "re");
-	if (!f)
-		return -errno;
-	while (ret < 0 && fgets(line, sizeof(line), f)) {
-		p = strstr(line, " P=");
-		d = strstr(line, " D=");
-		if (!strstr(line, pci) || !strstr(line, " coherent ") || !p || !d ||
-		    strtoull(d + 3, NULL, 16) != dma)
-			continue;
-		ret = strtoull(p + 3, NULL, 16) == dma;
-	}
-	fclose(f);
-	return ret;
-}
-
-/* splitmix64, for write data. */
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 FIXTURE(nvme) {
 	char pci[32];
@@ -209,7 +41,7 @@ static void ctrl_open(struct __test_metadata *_metadata,
 	struct nvme_opts opts = { .io_queues = 2, .io_depth = 65536 };
 	int ret;
 
-	ASSERT_EQ(0, uio_of_pci(self->pci, self->uio, sizeof(self->uio), 5000))
+	ASSERT_LE(0, wait_uio_of(self->pci, self->uio, sizeof(self->uio), 5000))
 		TH_LOG("%s has no UIO device: not bound to uio_pci_generic",
 		       self->pci);
 	ret = nvme_open(&self->c, self->uio, &opts);
@@ -319,11 +151,13 @@ TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
 {
 	struct nvme_ctrl *c = &self->c;
 	uint32_t per = c->lba_size >= c->page ? 1 : c->page / c->lba_size;
-	uint64_t s = self->seed, lba;
+	uint64_t lba;
+	struct prng s;
 	struct nvme_dma buf;
 	uint32_t nlb;
 	int i;
 
+	prng_seed(&s, self->seed);
 	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, 4 * c->page)) TH_LOG("%s", c->err);
 	/* One block; one whole page; a block at the end of the image area. */
 	read_check(_metadata, c, self->seed, 0, 1, &buf, 0);
@@ -331,10 +165,10 @@ TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
 	read_check(_metadata, c, self->seed, self->scratch - 1, 1, &buf, 0);
 	/* Random blocks across the pattern area, up to two pages. */
 	for (i = 0; i < 64; i++) {
-		lba = rnd(&s) % (self->scratch - 2 * per);
-		nlb = 1 + rnd(&s) % (2 * per);
+		lba = prng_next(&s) % (self->scratch - 2 * per);
+		nlb = 1 + prng_next(&s) % (2 * per);
 		read_check(_metadata, c, self->seed, lba, nlb, &buf,
-			   (rnd(&s) % c->page) & ~(size_t)3);
+			   (prng_next(&s) % c->page) & ~(size_t)3);
 	}
 	nvme_dma_free(&buf);
 }
@@ -373,11 +207,13 @@ TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
 	struct nvme_ctrl *c = &self->c;
 	uint32_t max = c->max_xfer / c->lba_size, pb = c->page / c->lba_size;
 	uint32_t lens[] = { 1, pb ? pb : 1, 2 * pb + 1, max };
-	uint64_t s = now_ms(), lba = self->scratch + 1, *w;
+	uint64_t lba = self->scratch + 1, *w;
+	struct prng s;
 	struct nvme_dma out, in, around, was;
 	size_t len, k, bs = c->lba_size;
 	unsigned int i;
 
+	prng_seed(&s, now_ms());
 	ASSERT_EQ(0, nvme_dma_alloc(c, &out, c->max_xfer + c->page));
 	ASSERT_EQ(0, nvme_dma_alloc(c, &in, c->max_xfer));
 	ASSERT_EQ(0, nvme_dma_alloc(c, &around, 2 * bs));
@@ -394,7 +230,7 @@ TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
 		/* Random data, from a dword-aligned offset in the buffer. */
 		w = (uint64_t *)((uint8_t *)out.cpu + 4 * i);
 		for (k = 0; k < len / 8; k++)
-			w[k] = rnd(&s);
+			w[k] = prng_next(&s);
 		ASSERT_EQ(0, nvme_rw(c, true, lba, lens[i], &out, 4 * i))
 			TH_LOG("write of %u blocks at %llu: %s", lens[i],
 			       (unsigned long long)lba, c->err);
@@ -512,6 +348,8 @@ TEST_F_TIMEOUT(nvme, dma_addresses_follow_the_iommu, TIMEOUT)
 	unsigned int i, same = 0, pages = 0;
 	struct nvme_dma *bufs[3], data;
 	char path[96], type[16];
+	enum page_is is;
+	uint64_t phys;
 	int kcore, at;
 	FILE *f;
 	size_t off;
@@ -542,17 +380,20 @@ TEST_F_TIMEOUT(nvme, dma_addresses_follow_the_iommu, TIMEOUT)
 	for (i = 0; i < 3; i++) {
 		if (kcore < 0) {
 			/* The first page of each buffer, from the DMA API. */
-			at = dma_api_at_phys(self->pci, bufs[i]->addr);
-			ASSERT_LE(0, at) TH_LOG("%s: %s", DMA_API_DUMP, strerror(-at));
+			phys = dma_debug_phys(self->pci, bufs[i]->addr);
+			ASSERT_NE(0, phys) TH_LOG("%s: no mapping at %#llx", DMA_API_DUMP,
+						  (unsigned long long)bufs[i]->addr);
+			at = phys == bufs[i]->addr;
 			pages++;
 			same += at;
 			continue;
 		}
 		/* Queues: their first page, where the commands so far are. */
 		for (off = 0; off < (i ? (size_t)ps : bufs[i]->len); off += ps) {
-			at = page_at_phys(kcore, (uint8_t *)bufs[i]->cpu + off,
-					  bufs[i]->addr + off);
-			ASSERT_LE(0, at) TH_LOG("/proc/kcore: %s", strerror(-at));
+			is = kcore_page(kcore, bufs[i]->addr + off,
+					(uint8_t *)bufs[i]->cpu + off);
+			ASSERT_NE(PAGE_UNKNOWN, is) TH_LOG("/proc/kcore unreadable");
+			at = is == PAGE_AT_ADDR;
 			pages++;
 			same += at;
 		}
@@ -720,7 +561,7 @@ TEST_F_TIMEOUT(nvme, bad_input_is_refused, TIMEOUT)
 		close(fd);
 	}
 	snprintf(node, sizeof(node), "/dev/dma_heap/%s", self->uio);
-	ASSERT_TRUE(wait_path(node, true, 5000)) TH_LOG("%s did not come back", node);
+	ASSERT_LE(0, wait_path(node, true, 5000)) TH_LOG("%s did not come back", node);
 	reopen_and_read(_metadata, self);
 }
 
@@ -733,6 +574,7 @@ TEST_F_TIMEOUT(nvme, unbind_revokes_buffers, TIMEOUT)
 {
 	struct nvme_ctrl *c = &self->c;
 	struct nvme_dma buf;
+	unsigned char byte;
 	char node[64];
 	uint64_t addr;
 
@@ -742,10 +584,10 @@ TEST_F_TIMEOUT(nvme, unbind_revokes_buffers, TIMEOUT)
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
 	snprintf(node, sizeof(node), "/dev/dma_heap/%s", self->uio);
-	EXPECT_TRUE(wait_path(node, false, 1000));
-	EXPECT_EQ(SIGBUS, touch_signal(buf.cpu));
-	EXPECT_EQ(SIGBUS, touch_signal(c->admin.sq.cpu));
-	EXPECT_EQ(SIGBUS, touch_signal(c->ioq[0].cq.cpu));
+	EXPECT_LE(0, wait_path(node, false, 1000));
+	EXPECT_EQ(SIGBUS, probe_read8(buf.cpu, &byte));
+	EXPECT_EQ(SIGBUS, probe_read8(c->admin.sq.cpu, &byte));
+	EXPECT_EQ(SIGBUS, probe_read8(c->ioq[0].cq.cpu, &byte));
 	EXPECT_EQ(-ENODEV, uioheap_dma_addr(c->heap_fd, buf.fd, &addr, NULL));
 	nvme_dma_free(&buf);
 	/* The driver sees the revocation and does not touch the queues. */
@@ -753,9 +595,9 @@ TEST_F_TIMEOUT(nvme, unbind_revokes_buffers, TIMEOUT)
 	EXPECT_NE(NULL, strstr(c->err, "revoked")) TH_LOG("%s", c->err);
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
-	ASSERT_EQ(0, uio_of_pci(self->pci, self->uio, sizeof(self->uio), 5000));
+	ASSERT_LE(0, wait_uio_of(self->pci, self->uio, sizeof(self->uio), 5000));
 	snprintf(node, sizeof(node), "/dev/dma_heap/%s", self->uio);
-	ASSERT_TRUE(wait_path(node, true, 5000)) TH_LOG("%s did not come back", node);
+	ASSERT_LE(0, wait_path(node, true, 5000)) TH_LOG("%s did not come back", node);
 	reopen_and_read(_metadata, self);
 }
 

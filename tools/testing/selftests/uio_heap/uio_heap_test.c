@@ -8,7 +8,6 @@
  * is skipped: the system heap (6.1), DMA_BUF_IOCTL_GET_DMA_ADDR (stock
  * kernels, told by UIOHEAP_PATCHED=0).
  */
-#include <elf.h>
 #include <limits.h>
 #include <sys/mount.h>
 #include <sys/sysmacros.h>
@@ -831,68 +830,6 @@ TEST_F(heap, buffers_identifiable)
  * for "on" only, an address that is no System RAM in /proc/iomem cannot
  * be the page's.
  */
-enum page_is { PAGE_UNKNOWN, PAGE_AT_ADDR, PAGE_ELSEWHERE };
-
-static uint64_t pagemap_phys(int fd, const void *va)
-{
-	uint64_t e;
-
-	if (fd < 0 || pread(fd, &e, 8, (uintptr_t)va / PAGE_SZ * 8) != 8 ||
-	    !(e >> 63))
-		return 0;
-	return (e & ((1ULL << 55) - 1)) * PAGE_SZ;
-}
-
-/*
- * Where DMA-API debug saw @pci's mapping at @dma start, or 0.  Its lines
- * read "driver device type idx N P=phys D=dma L=len ...".
- */
-static uint64_t dma_debug_phys(const char *pci, uint64_t dma)
-{
-	unsigned long long p, d;
-	char line[256], dev[40], *at;
-	uint64_t phys = 0;
-	FILE *f = fopen("/sys/kernel/debug/dma-api/dump", "re");
-
-	snprintf(dev, sizeof(dev), " %s ", pci);
-	while (f && !phys && fgets(line, sizeof(line), f)) {
-		at = strstr(line, " P=");
-		if (strstr(line, dev) && at &&
-		    sscanf(at, " P=%llx D=%llx", &p, &d) == 2 && d == dma)
-			phys = p;
-	}
-	if (f)
-		fclose(f);
-	return phys;
-}
-
-/* Is @page at physical @phys?  From /proc/kcore's RAM segments. */
-static enum page_is kcore_page(int fd, uint64_t phys, const void *page)
-{
-	static unsigned char there[PAGE_SZ];
-	Elf64_Ehdr eh;
-	Elf64_Phdr ph;
-	int i;
-
-	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
-		return PAGE_UNKNOWN;
-	for (i = 0; i < eh.e_phnum; i++) {
-		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
-		    sizeof(ph))
-			return PAGE_UNKNOWN;
-		if (ph.p_type != PT_LOAD || ph.p_paddr == ~0ULL ||
-		    phys < ph.p_paddr || phys + PAGE_SZ > ph.p_paddr + ph.p_memsz)
-			continue;
-		if (pread(fd, there, PAGE_SZ, ph.p_offset + phys - ph.p_paddr) !=
-		    PAGE_SZ)
-			return PAGE_UNKNOWN;
-		return memcmp(there, page, PAGE_SZ) ? PAGE_ELSEWHERE :
-						      PAGE_AT_ADDR;
-	}
-	/* No RAM there: not where the page is. */
-	return PAGE_ELSEWHERE;
-}
-
 static bool is_system_ram(uint64_t phys)
 {
 	unsigned long long start, end;
