@@ -134,7 +134,7 @@ static void uio_heap_test_check_alloc(struct kunit *test)
 }
 
 /* What the sysfs store does around uio_heap_set_mask_bits(). */
-static int set_mask_bits(struct uio_heap *heap, unsigned int bits)
+static int heap_set_mask_locked(struct uio_heap *heap, unsigned int bits)
 {
 	int ret;
 
@@ -151,11 +151,11 @@ static void uio_heap_test_mask(struct kunit *test)
 	struct dma_buf *dmabuf;
 	int i;
 
-	KUNIT_EXPECT_EQ(test, -EINVAL, set_mask_bits(ctx->heap, PAGE_SHIFT - 1));
-	KUNIT_EXPECT_EQ(test, -EINVAL, set_mask_bits(ctx->heap, 65));
+	KUNIT_EXPECT_EQ(test, -EINVAL, heap_set_mask_locked(ctx->heap, PAGE_SHIFT - 1));
+	KUNIT_EXPECT_EQ(test, -EINVAL, heap_set_mask_locked(ctx->heap, 65));
 	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(32), ctx->dma_dev->coherent_dma_mask);
 
-	KUNIT_ASSERT_EQ(test, 0, set_mask_bits(ctx->heap, 30));
+	KUNIT_ASSERT_EQ(test, 0, heap_set_mask_locked(ctx->heap, 30));
 	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(30), ctx->dma_dev->coherent_dma_mask);
 	for (i = 0; i < 8; i++) {
 		dmabuf = uio_heap_buffer_alloc(ctx->heap, SZ_64K, O_RDWR);
@@ -186,10 +186,10 @@ static void uio_heap_test_mask_owner(struct kunit *test)
 	end = ((struct uio_heap_buffer *)dmabuf->priv)->dma_addr + SZ_64K - 1;
 	below = fls64(end) - 1;
 	if (below >= PAGE_SHIFT)
-		KUNIT_EXPECT_EQ(test, -EBUSY, set_mask_bits(ctx->heap, below));
+		KUNIT_EXPECT_EQ(test, -EBUSY, heap_set_mask_locked(ctx->heap, below));
 	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(32), ctx->dma_dev->coherent_dma_mask);
 	uio_heap_kunit_put(dmabuf);
-	KUNIT_EXPECT_EQ(test, 0, set_mask_bits(ctx->heap, 31));
+	KUNIT_EXPECT_EQ(test, 0, heap_set_mask_locked(ctx->heap, 31));
 
 	/* A second UIO device on the parent: neither heap may change it. */
 	uio_b = kunit_device_register(test, "kuio_second");
@@ -197,8 +197,8 @@ static void uio_heap_test_mask_owner(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, 0, uio_heap_create(ctx->dma_dev, uio_b));
 	heap_b = uio_heap_lookup(uio_b);
 	KUNIT_ASSERT_NOT_NULL(test, heap_b);
-	KUNIT_EXPECT_EQ(test, -EBUSY, set_mask_bits(ctx->heap, 30));
-	KUNIT_EXPECT_EQ(test, -EBUSY, set_mask_bits(heap_b, 30));
+	KUNIT_EXPECT_EQ(test, -EBUSY, heap_set_mask_locked(ctx->heap, 30));
+	KUNIT_EXPECT_EQ(test, -EBUSY, heap_set_mask_locked(heap_b, 30));
 	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(31), ctx->dma_dev->coherent_dma_mask);
 	put_device(&heap_b->dev);
 
@@ -273,7 +273,7 @@ static void uio_heap_test_revoke_dead_heap_alloc(struct kunit *test)
 	uio_heap_kunit_remove(ctx);
 	dmabuf = uio_heap_buffer_alloc(heap, PAGE_SIZE, O_RDWR);
 	KUNIT_EXPECT_EQ(test, -ENODEV, PTR_ERR_OR_ZERO(dmabuf));
-	KUNIT_EXPECT_EQ(test, -ENODEV, set_mask_bits(heap, 32));
+	KUNIT_EXPECT_EQ(test, -ENODEV, heap_set_mask_locked(heap, 32));
 	put_device(&heap->dev);
 }
 
