@@ -443,10 +443,13 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	/*
 	 * dma_alloc_coherent() zeroes the memory.  The pages are charged to
 	 * the allocating task's memory cgroup where they come from the page
-	 * allocator (not from CMA or a device's own pool).
+	 * allocator (not from CMA or a device's own pool); past its limit,
+	 * or when memory is short, the allocation fails rather than calling
+	 * the OOM killer on userspace's behalf.
 	 */
 	buf->vaddr = dma_alloc_coherent(heap->dma_dev, len, &buf->dma_addr,
-					GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+					GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL |
+					__GFP_NOWARN);
 	if (!buf->vaddr) {
 		ret = -ENOMEM;
 		goto uncharge;
@@ -575,9 +578,9 @@ void uio_heap_revoke_buffers(struct uio_heap *heap)
 
 		if (buf->quarantined) {
 			atomic_long_add(buf->size, &uio_heap_quarantined_bytes);
-			dev_warn(&heap->dev,
-				 "%zu bytes still in use by an importer: quarantined, not freed\n",
-				 buf->size);
+			dev_warn_ratelimited(&heap->dev,
+					     "%zu bytes still in use by an importer: quarantined, not freed\n",
+					     buf->size);
 		} else {
 			uio_heap_free_memory(buf);
 		}

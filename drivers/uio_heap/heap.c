@@ -387,7 +387,7 @@ static struct attribute *uio_heap_attrs[] = {
 };
 ATTRIBUTE_GROUPS(uio_heap);
 
-static void uio_heap_release(struct device *dev)
+static void uio_heap_dev_release(struct device *dev)
 {
 	struct uio_heap *heap = to_uio_heap(dev);
 
@@ -484,7 +484,7 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 	heap->dev.class = &uio_heap_class;
 	heap->dev.parent = dma_dev;
 	heap->dev.groups = uio_heap_groups;
-	heap->dev.release = uio_heap_release;
+	heap->dev.release = uio_heap_dev_release;
 	ret = dev_set_name(&heap->dev, "%s", dev_name(uio_dev));
 	if (ret)
 		goto put_heap;

@@ -485,12 +485,13 @@ static long long memcg_current(void)
 /*
  * Buffer memory is charged to the allocating task's memory cgroup, so a
  * group's memory.max bounds what its members can pin through a heap.
+ * Each test runs in a child of the harness: the group is its own.
  */
 TEST_F(heap, buffers_charged_to_memcg)
 {
 	const long long len = 4LL * SZ_2M;
 	long long before, held, after;
-	char pid[16];
+	char pid[16], limit[32];
 	int fds[4], i;
 
 	mkdir(CGROOT, 0755);
@@ -513,6 +514,14 @@ TEST_F(heap, buffers_charged_to_memcg)
 	for (i = 0; i < 4; i++)
 		close(fds[i]);
 	after = memcg_current();
+
+	/* The group's limit stops the next buffer: ENOMEM, no OOM kill. */
+	snprintf(limit, sizeof(limit), "%lld", after + SZ_64K * 16);
+	ASSERT_EQ(0, write_str(CGTEST "/memory.max", limit));
+	fds[0] = uioheap_alloc(self->wide_fd, SZ_2M, O_RDWR | O_CLOEXEC);
+	EXPECT_EQ(-ENOMEM, fds[0]);
+	if (fds[0] >= 0)
+		close(fds[0]);
 	write_str(CGROOT "/cgroup.procs", pid);
 	rmdir(CGTEST);
 
