@@ -175,6 +175,7 @@ vm() {
 	else
 		rc=2; : >"$base.out"; : >"$base.kmsg"
 	fi
+	rm -f "$base.nvme.img"
 	{
 		cat "$base.out"
 		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc
