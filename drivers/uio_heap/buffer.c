@@ -235,8 +235,40 @@ unlock:
 	return ret;
 }
 
+/*
+ * GUP cannot reach these mappings (VM_PFNMAP), so ptrace and /proc/PID/mem
+ * come here: copy through the kernel's own mapping while it is there.
+ */
+static int uio_heap_vm_access(struct vm_area_struct *vma, unsigned long addr,
+			      void *data, int len, int write)
+{
+	struct uio_heap_buffer *buf = vma->vm_private_data;
+	unsigned long off = addr - vma->vm_start + (vma->vm_pgoff << PAGE_SHIFT);
+	int ret;
+
+	if (write && !(vma->vm_flags & VM_WRITE))
+		return -EACCES;
+	if (off >= buf->size)
+		return -EINVAL;
+	len = min_t(unsigned long, len, buf->size - off);
+
+	down_read(&buf->heap->sem);
+	if (buf->revoked) {
+		ret = -EIO;
+	} else {
+		if (write)
+			memcpy(buf->vaddr + off, data, len);
+		else
+			memcpy(data, buf->vaddr + off, len);
+		ret = len;
+	}
+	up_read(&buf->heap->sem);
+	return ret;
+}
+
 static const struct vm_operations_struct uio_heap_vm_ops = {
 	.fault = uio_heap_vm_fault,
+	.access = uio_heap_vm_access,
 };
 
 static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)

@@ -360,6 +360,35 @@ TEST_F(heap, narrow_mask_is_obeyed)
 	EXPECT_EQ(28, bits);
 }
 
+/* A debugger reads and writes a buffer through /proc/PID/mem. */
+TEST_F(heap, debugger_access)
+{
+	unsigned char *p, got[64], put[64];
+	int fd, mem, i;
+
+	fd = uioheap_alloc(self->wide_fd, 2 * PAGE_SZ, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	p = uioheap_map(fd, 2 * PAGE_SZ);
+	ASSERT_NE(NULL, p);
+	for (i = 0; i < 64; i++) {
+		p[PAGE_SZ - 32 + i] = i;
+		put[i] = 0xa0 + i;
+	}
+	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, mem);
+	/* Across the page boundary, as gdb would. */
+	EXPECT_EQ(64, pread(mem, got, 64, (uintptr_t)p + PAGE_SZ - 32))
+		TH_LOG("read: %s", strerror(errno));
+	for (i = 0; i < 64; i++)
+		EXPECT_EQ(i, got[i]);
+	EXPECT_EQ(64, pwrite(mem, put, 64, (uintptr_t)p + 100))
+		TH_LOG("write: %s", strerror(errno));
+	EXPECT_EQ(0, memcmp(p + 100, put, 64));
+	close(mem);
+	munmap(p, 2 * PAGE_SZ);
+	close(fd);
+}
+
 #define PARAMS "/sys/module/uio_heap/parameters/"
 
 static unsigned long long param(const char *name)
