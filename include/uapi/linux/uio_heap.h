@@ -41,11 +41,12 @@ struct uio_heap_dma_addr {
 };
 
 /*
- * The heap node shares the dma-heap core's ioctl space ('H', nr 0 is
- * DMA_HEAP_IOCTL_ALLOC); uio-heap's own commands start at nr 0x40 to stay
- * clear of commands the core may add.
+ * The heap node answers DMA_HEAP_IOCTL_ALLOC ('H', nr 0) like the dma-heap
+ * core; uio-heap's own commands have a magic of their own, 'J', which
+ * Documentation/userspace-api/ioctl/ioctl-number.rst assigns to nothing,
+ * from nr 0x40 on.
  */
-#define UIO_HEAP_IOC_MAGIC		'H'
+#define UIO_HEAP_IOC_MAGIC		'J'
 
 /**
  * DOC: UIO_HEAP_IOCTL_GET_DMA_ADDR - DMA address of a buffer of this heap

@@ -604,7 +604,8 @@ static bool op_addr(struct fz *f)
 	a.flags = chance(f, 85) ? 0 : prng_next(&f->rng) | 1;
 	a.dma_addr = prng_next(&f->rng);
 	if (chance(f, 15))
-		cmd = _IOC(fz_dir(f, _IOC_READ | _IOC_WRITE), 'H',
+		cmd = _IOC(fz_dir(f, _IOC_READ | _IOC_WRITE),
+			   chance(f, 50) ? UIO_HEAP_IOC_MAGIC : 'H',
 			   chance(f, 50) ? 0x40 : rnd(f, 0x50), fz_size(f, 16));
 	fill_random(f, 64);
 	memcpy(f->kbuf, &a, sizeof(a));
@@ -647,7 +648,8 @@ static bool op_random_ioctl(struct fz *f)
 		cmd = prng_next(&f->rng);
 	} else {
 		c = rnd(f, 100);
-		type = c < 40 ? 'H' : c < 80 ? 'b' : rnd(f, 256);
+		type = c < 30 ? 'H' : c < 45 ? UIO_HEAP_IOC_MAGIC :
+		       c < 80 ? 'b' : rnd(f, 256);
 		c = rnd(f, 100);
 		cmd = _IOC(rnd(f, 4), type,
 			   c < 50 ? rnd(f, 9) : c < 70 ? 0x40 + rnd(f, 9) :
