@@ -12,6 +12,7 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/iommu.h>
+#include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/nospec.h>
 #include <linux/pci.h>
@@ -238,7 +239,8 @@ static ssize_t dma_mask_bits_show(struct device *dev,
  * Context: the device lock of @heap->dma_dev held.
  * Return: 0, -EINVAL for a width out of range, -EIO if the platform cannot
  * honour the mask, -EBUSY if another heap shares the parent or a buffer
- * lies beyond the new mask, -ENODEV if the device has gone.
+ * lies beyond the new mask, -ENODEV if the device has gone, -EAGAIN if the
+ * heaps are being removed (try again).
  */
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 {
@@ -252,7 +254,9 @@ int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 		return -EINVAL;
 	mask = DMA_BIT_MASK(bits);
 
-	mutex_lock(&uio_heap_list_lock);
+	/* Module unload holds it and waits for this store to finish. */
+	if (!mutex_trylock(&uio_heap_list_lock))
+		return -EAGAIN;
 	down_write(&heap->sem);
 	if (heap->dead) {
 		ret = -ENODEV;
@@ -292,14 +296,21 @@ static ssize_t dma_mask_bits_store(struct device *dev,
 	if (ret)
 		return ret;
 	/*
-	 * Unbinding the parent holds its lock while it removes this file,
-	 * which waits for us: try, and restart the write if it is taken.
+	 * Unbinding the parent holds its lock, and unloading the module the
+	 * heap list's, while removing this file, which waits for us: try,
+	 * and restart the write a little later if either is taken.
 	 */
 	if (!device_trylock(heap->dma_dev))
-		return restart_syscall();
+		goto restart;
 	ret = uio_heap_set_mask_bits(heap, bits);
 	device_unlock(heap->dma_dev);
+	if (ret == -EAGAIN)
+		goto restart;
 	return ret ? ret : count;
+
+restart:
+	usleep_range(5000, 10000);
+	return restart_syscall();
 }
 static DEVICE_ATTR_RW(dma_mask_bits);
 

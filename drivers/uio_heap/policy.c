@@ -5,9 +5,12 @@
  *
  * Behind a translating IOMMU the address is an IOVA: it reaches only this
  * buffer, so whoever may open the heap node may have it.  Without one (no
- * IOMMU, or an identity domain) it is a physical address, and its holder
- * can aim the device at any memory; like VFIO's no-IOMMU mode, it then
- * takes CAP_SYS_RAWIO unless the administrator says otherwise.
+ * IOMMU, an identity or a blocking domain) it is a physical address: it
+ * discloses the physical layout /proc/self/pagemap hides from users, and
+ * hands whoever also holds /dev/uioN a precise aim.  As VFIO's no-IOMMU
+ * mode does, it then takes CAP_SYS_RAWIO unless the administrator says
+ * otherwise.  (The isolation boundary is /dev/uioN itself: a bus master
+ * without an IOMMU reaches all memory whatever its user knows.)
  */
 #include <linux/capability.h>
 #include <linux/dma-mapping.h>
@@ -96,8 +99,10 @@ u64 uio_heap_default_max_bytes(void)
 
 /*
  * Without translation, a mask below 32 bits takes memory from the small
- * zones below 4 GiB (x86's ZONE_DMA is 16 MiB) that the kernel's own
- * drivers need: all heaps together get low_zone_max_bytes of it.
+ * zones (x86's ZONE_DMA is 16 MiB) that the kernel's own drivers need:
+ * all heaps together get low_zone_max_bytes of it.  A 32-bit mask draws
+ * on ZONE_DMA32, which max_bytes and the memory cgroup bound instead.
+ * Memory quarantined at a revoke keeps its charge: it is never freed.
  */
 static unsigned long uio_heap_low_zone_max = SZ_4M;
 module_param_named(low_zone_max_bytes, uio_heap_low_zone_max, ulong, 0644);

@@ -194,7 +194,9 @@ static void uio_heap_test_mask_owner(struct kunit *test)
 	/* A second UIO device on the parent: neither heap may change it. */
 	uio_b = kunit_device_register(test, "kuio_second");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(uio_b));
-	KUNIT_ASSERT_EQ(test, 0, uio_heap_create(ctx->dma_dev, uio_b));
+	device_lock(ctx->dma_dev);
+	KUNIT_EXPECT_EQ(test, 0, uio_heap_create(ctx->dma_dev, uio_b));
+	device_unlock(ctx->dma_dev);
 	heap_b = uio_heap_lookup(uio_b);
 	KUNIT_ASSERT_NOT_NULL(test, heap_b);
 	KUNIT_EXPECT_EQ(test, -EBUSY, heap_set_mask_locked(ctx->heap, 30));
