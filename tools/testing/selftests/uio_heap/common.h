@@ -54,6 +54,7 @@
 
 #define UIO_PCI_GENERIC	"/sys/bus/pci/drivers/uio_pci_generic"
 #define DMA_API_DUMP	"/sys/kernel/debug/dma-api/dump"
+#define UIO_HEAP_PARAMS	"/sys/module/uio_heap/parameters/"
 
 static inline bool path_exists(const char *path)
 {
@@ -74,6 +75,23 @@ static inline int write_str(const char *path, const char *text)
 	n = n == len ? 0 : -errno;
 	close(fd);
 	return n;
+}
+
+/* Reads a one-line file into @buf, without the newline: length or -errno. */
+static inline int read_str(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return strlen(buf);
 }
 
 static inline long long now_ms(void)
@@ -634,6 +652,7 @@ struct edu_heaps {
 	uint64_t mask[2];
 	unsigned long long mask_bits[2];
 	unsigned long long max_bytes[2];
+	char low_zone_max[24];		/* module parameter, as found */
 };
 
 static inline void edu_heaps_get(struct __test_metadata *_metadata,
@@ -660,6 +679,8 @@ static inline void edu_heaps_get(struct __test_metadata *_metadata,
 		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "max_bytes",
 						&h->max_bytes[i]));
 	}
+	ASSERT_LT(0, read_str(UIO_HEAP_PARAMS "low_zone_max_bytes",
+			      h->low_zone_max, sizeof(h->low_zone_max)));
 }
 
 /*
@@ -670,6 +691,8 @@ static inline void edu_heaps_restore(const struct edu_heaps *h)
 {
 	int i;
 
+	if (h->low_zone_max[0])
+		write_str(UIO_HEAP_PARAMS "low_zone_max_bytes", h->low_zone_max);
 	for (i = 0; i < 2; i++) {
 		if (!h->uio[i][0])
 			continue;

@@ -190,7 +190,7 @@ FIXTURE_SETUP(perms)
 	ASSERT_NE(MAP_FAILED, self->r);
 }
 
-#define UNSAFE_PARAM "/sys/module/uio_heap/parameters/unsafe_noiommu_addresses"
+#define UNSAFE_PARAM UIO_HEAP_PARAMS "unsafe_noiommu_addresses"
 
 FIXTURE_TEARDOWN(perms)
 {
