@@ -32,6 +32,12 @@ if [ -n "${UIOHEAP_KERNELS:-}" ]; then
 	done
 	kernels=("${sel[@]}")
 fi
+narrowed=
+for v in UIOHEAP_KERNELS UIOHEAP_IOMMU_MODES UIOHEAP_DEBUG_IOMMU_MODES \
+	 UIOHEAP_NO_DEBUG_KERNEL UIOHEAP_SUITES UIOHEAP_QUICK; do
+	[ -n "${!v:-}" ] && narrowed="$narrowed $v=${!v}"
+done
+[ -n "$narrowed" ] && log "partial run, not what CI runs:$narrowed"
 # Passed to the guest as UIOHEAP_* variables (tests/vm/guest-init.sh).
 guest_args=
 [ -n "${UIOHEAP_SUITES:-}" ] && guest_args="$guest_args,suites=${UIOHEAP_SUITES// /+}"
@@ -178,7 +184,9 @@ vm() {
 	rm -f "$base.nvme.img"
 	{
 		cat "$base.out"
-		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc
+		# Its plan comes last: if it dies half-way, say so.
+		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc ||
+			echo "not ok - verdict.sh exited $?"
 	} >"$tap"
 	log "VM: $name ($kind) done: $("$top/tests/vm/tap-sum.sh" "$tap" || true)"
 }
@@ -187,6 +195,8 @@ vm() {
 # per host CPU), longest first; their streams are printed in that order.
 jobs=${UIOHEAP_JOBS:-$(nproc)}
 started=()
+# An interrupted run leaves no QEMU behind.
+trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
 vm_bg() {
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
 	vm "$@" &

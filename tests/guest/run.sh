@@ -82,9 +82,13 @@ suite setup setup
 
 # The KUnit suite, where the kernel has KUnit (the patched debug kernel):
 # with failslab and fail_page_alloc armed for the tasks that ask for it.
+# It runs last: an injected failure can hit DMA-API debugging's own
+# bookkeeping, which then turns itself off for the rest of the boot.
 kunit_ko=/lib/modules/extra/uio_heap_test.ko
 kunit() {
 	local f d inject=0 r=0
+	[ -d /sys/module/uio_heap ] || insmod "$UIOHEAP_KO" || return 1
+	echo "uioheap: KUnit suite starts" >/dev/kmsg
 	if [ -d /sys/kernel/debug/failslab ] && [ -d /sys/kernel/debug/fail_page_alloc ]; then
 		for f in failslab fail_page_alloc; do
 			d=/sys/kernel/debug/$f
@@ -101,6 +105,7 @@ kunit() {
 	fi
 	if insmod $kunit_ko fail_inject=$inject; then
 		cat /sys/kernel/debug/kunit/uio_heap/results
+		grep -q '^not ok' /sys/kernel/debug/kunit/uio_heap/results && r=1
 		rmmod uio_heap_test || r=1
 	else
 		r=1
@@ -110,10 +115,6 @@ kunit() {
 	done
 	return $r
 }
-if [ -f $kunit_ko ] && [ -z "${UIOHEAP_SUITES:-}" ]; then
-	kunit_ran=1
-	suite kunit kunit
-fi
 
 # The example driver must move the right bytes through both edu heaps.
 # The narrow edu's DMA engine has 28 bits, which only userspace knows.
@@ -149,6 +150,11 @@ for t in $suites; do
 	*) suite "$t" "./$t" ;;
 	esac
 done
+
+if [ -f $kunit_ko ] && [ -z "${UIOHEAP_SUITES:-}" ]; then
+	kunit_ran=1
+	suite kunit kunit
+fi
 
 # The kernel's own state after the tests; the host reads its log.
 kernel() {

@@ -65,7 +65,10 @@ qemu=(qemu-system-x86_64 -M q35 -accel "tcg,thread=$tcg" -cpu max -m "$mem" -smp
 	-kernel "$kernel" -initrd "$initrd")
 # The last console= is /dev/console: /init moves itself to ttyS0.  A ring
 # of 16 MiB keeps the payload's closing dmesg dump whole as well.
+# TCG has no stolen-time accounting: a starved host must not look like a
+# soft lockup, hung task or RCU stall (a real hang hits the VM timeout).
 cmdline="console=ttyS1 loglevel=7 log_buf_len=16M panic=-1"
+cmdline+=" watchdog_thresh=60 hung_task_timeout_secs=600 rcupdate.rcu_cpu_stall_timeout=120"
 # intel-iommu must come before the PCI devices it translates for.
 if [ "$iommu" = on ]; then
 	qemu+=(-device "intel-iommu,intremap=off")
