@@ -118,22 +118,24 @@ while read -r _ s t; do
 done < <(grep '^hidden ' <<<"$facts" || true)
 
 # The kernel's console, whole: the first line of every report.  Benign
-# once the KUnit suite (last in the payload) started: its fault injection
-# can make DMA-API debugging's own atomic allocation fail, which disables it.
+# once fault injection started (the stress suite's inject tests, the KUnit
+# suite): an injected failure can hit DMA-API debugging's own allocation,
+# which then disables itself.
 benign='DMA-API: cacheline tracking ENOMEM, dma-debug disabled'
 if ! grep -aq 'Linux version' "$kmsg" 2>/dev/null; then
 	tap 1 "kernel console captured ($kmsg)"
 else
 	reports=$(tr -d '\r' <"$kmsg" |
-		awk -v b="$benign" '/uioheap: KUnit suite starts/ { k = 1 } k && index($0, b) { next } 1' |
+		awk -v b="$benign" '/uioheap: fault injection starts|uioheap: KUnit suite starts/ { k = 1 }
+			k && index($0, b) { next } 1' |
 		grep -aE \
 		-e 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|KASAN' \
 		-e 'possible (recursive|circular) locking|possible .*deadlock|inconsistent lock state|lock held when returning' \
-		-e 'blocked for more than|rcu.*(stall|self-detected)|soft lockup|hard LOCKUP|Call Trace' \
+		-e 'blocked for more than|rcu: INFO: .*detected stall|soft lockup|hard LOCKUP|Call Trace' \
 		-e 'DMA-API: ' \
 		-e 'DMAR: \[DMA (Read|Write)|DMAR: DRHD: handling fault|arm-smmu.*event' |
 		grep -avE 'DMA-API: (preallocated [0-9]+ debug entries|debugging enabled by kernel config)' || true)
-	count=$(grep -caE 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|possible .*(locking|deadlock)|inconsistent lock|blocked for more|stall|LOCKUP|DMA-API: |DMAR: \[' <<<"$reports" || true)
+	count=$(grep -caE 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|possible .*(locking|deadlock)|inconsistent lock|blocked for more|detected stall|LOCKUP|DMA-API: |DMAR: \[' <<<"$reports" || true)
 	echo "# summary: kernel_reports=$count"
 	if [ -z "$reports" ]; then
 		tap 0 "kernel log clean ($(wc -l <"$kmsg") lines)"
