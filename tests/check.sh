@@ -195,8 +195,10 @@ vm() {
 # per host CPU), longest first; their streams are printed in that order.
 jobs=${UIOHEAP_JOBS:-$(nproc)}
 started=()
-# An interrupted run leaves no QEMU behind.
-trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
+# An interrupted run leaves no QEMU behind.  (|| true: under set -e a
+# failing command in the EXIT trap would become the run's exit status.)
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
 vm_bg() {
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
 	vm "$@" &
