@@ -94,6 +94,20 @@ static inline int read_str(const char *path, char *buf, size_t size)
 	return strlen(buf);
 }
 
+/* One unsigned decimal from a file (sysfs, procfs), or @fallback. */
+static inline unsigned long long read_ull(const char *path,
+					  unsigned long long fallback)
+{
+	unsigned long long v;
+	char buf[32], *end;
+
+	if (read_str(path, buf, sizeof(buf)) <= 0)
+		return fallback;
+	errno = 0;
+	v = strtoull(buf, &end, 10);
+	return *end || errno ? fallback : v;
+}
+
 static inline long long now_ms(void)
 {
 	struct timespec ts;

@@ -258,15 +258,7 @@ static int open_vgem(void)
 
 static unsigned long long quarantined_bytes(void)
 {
-	unsigned long long v = 0;
-	FILE *f = fopen("/sys/module/uio_heap/parameters/quarantined_bytes", "re");
-
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = 0;
-		fclose(f);
-	}
-	return v;
+	return read_ull(UIO_HEAP_PARAMS "quarantined_bytes", 0);
 }
 
 /* An importer's mapping survives its exporter's device going away. */

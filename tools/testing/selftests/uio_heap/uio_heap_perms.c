@@ -364,15 +364,7 @@ TEST_F(perms, fds_handed_down_keep_working)
 
 static unsigned long long taint(void)
 {
-	unsigned long long t = 0;
-	FILE *f = fopen("/proc/sys/kernel/tainted", "re");
-
-	if (f) {
-		if (fscanf(f, "%llu", &t) != 1)
-			t = 0;
-		fclose(f);
-	}
-	return t;
+	return read_ull("/proc/sys/kernel/tainted", 0);
 }
 
 /*

@@ -643,20 +643,11 @@ static const char *inject_dir(int i)
 static int read_attr(const char *dir, const char *attr, char *val, size_t size)
 {
 	char path[128];
-	ssize_t n;
-	int fd;
+	int n;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, attr);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, val, size - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	val[n] = '\0';
-	val[strcspn(val, "\n")] = '\0';
-	return 0;
+	n = read_str(path, val, size);
+	return n < 0 ? n : 0;
 }
 
 static int write_attr(const char *dir, const char *attr, const char *val)

@@ -392,18 +392,10 @@ TEST_F(heap, debugger_access)
 
 static unsigned long long param(const char *name)
 {
-	unsigned long long v = ~0ULL;
 	char path[128];
-	FILE *f;
 
 	snprintf(path, sizeof(path), UIO_HEAP_PARAMS "%s", name);
-	f = fopen(path, "re");
-	if (f) {
-		if (fscanf(f, "%llu", &v) != 1)
-			v = ~0ULL;
-		fclose(f);
-	}
-	return v;
+	return read_ull(path, ~0ULL);
 }
 
 /* A heap starts with a limit: half of the RAM unless the admin says else. */
@@ -512,15 +504,7 @@ static bool filesystem_known(const char *type)
 
 static long long memcg_current(void)
 {
-	long long v = -1;
-	FILE *f = fopen(CGTEST "/memory.current", "re");
-
-	if (f) {
-		if (fscanf(f, "%lld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return read_ull(CGTEST "/memory.current", ~0ULL);
 }
 
 /*
