@@ -14,7 +14,7 @@ tapdir=$out/tap
 rm -rf "$tapdir" && mkdir -p "$tapdir"
 ksrc=$(ksrc_dir)
 # vgem: an in-tree dma-buf importer for the importer tests.
-export UIOHEAP_KMODS=${UIOHEAP_KMODS---kmod vgem}
+export UIOHEAP_KMODS=${UIOHEAP_KMODS---kmod vgem --kmod brd}
 mapfile -t kernels < <(stock_kernels)
 [ ${#kernels[@]} -ge 2 ] || die "expected two stock kernels, found: ${kernels[*]}"
 # The archive moves (security updates): say what this run tested.

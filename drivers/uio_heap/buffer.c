@@ -1,7 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * uio-heap buffers: coherent DMA memory of the heap's device, exported as
- * dma-bufs.
+ * uio-heap buffers: pages that uio-heap owns, mapped for the heap's device
+ * through the streaming DMA API, exported as dma-bufs.
+ *
+ * Behind a translating IOMMU a buffer is any set of pages laid out as one
+ * IOVA range; without one it is one physically contiguous block below the
+ * device's mask.  Either way the device sees one contiguous range, and the
+ * pages are ordinary refcounted pages: user mappings of them work with
+ * get_user_pages() (O_DIRECT, io_uring, vmsplice), importers map the real
+ * pages for their own device, and a page somebody still holds (a pin, an
+ * importer's mapping, a vmap) is freed only when the last of them lets go.
  *
  * CPU mappings are filled on fault, never at mmap() time, so that every
  * PTE pointing at a buffer was installed after the VMA became visible to
@@ -11,10 +19,13 @@
 #include <linux/dma-buf.h>
 #include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
+#include <linux/iommu.h>
 #include <linux/iosys-map.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
@@ -24,13 +35,18 @@
 /* Most pages one fault maps ahead; bounds the time revocation waits. */
 #define UIO_HEAP_FAULT_AROUND	512
 
-atomic_long_t uio_heap_quarantined_bytes = ATOMIC_LONG_INIT(0);
-EXPORT_SYMBOL_IF_KUNIT(uio_heap_quarantined_bytes);
+/* The largest block the buddy allocator gives (MAX_ORDER changed meaning in v6.4). */
+#define UIO_HEAP_MAX_ORDER	ilog2(MAX_ORDER_NR_PAGES)
+
+/* Bytes of revoked buffers whose memory still waits for its last user. */
+atomic_long_t uio_heap_revoked_bytes = ATOMIC_LONG_INIT(0);
+EXPORT_SYMBOL_IF_KUNIT(uio_heap_revoked_bytes);
 
 struct uio_heap_attachment {
 	struct device *dev;
 	struct sg_table table;
 	struct list_head node;
+	enum dma_data_direction dir;
 	bool mapped;
 };
 
@@ -42,21 +58,29 @@ bool uio_heap_is_buffer(const struct dma_buf *dmabuf)
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_is_buffer);
 
-static int uio_heap_dup_sgt(struct sg_table *to, const struct sg_table *from)
+/*
+ * How the CPU maps the buffer: the coherent node of a device that does not
+ * snoop caches maps it as the DMA API maps coherent memory for it.
+ */
+static pgprot_t uio_heap_pgprot(struct uio_heap_buffer *buf, pgprot_t prot)
 {
-	struct scatterlist *sg, *new_sg;
-	int ret, i;
+	if (!buf->heap->cached && !dev_is_dma_coherent(buf->heap->dma_dev))
+		return pgprot_dmacoherent(prot);
+	return prot;
+}
 
-	ret = sg_alloc_table(to, from->orig_nents, GFP_KERNEL);
-	if (ret)
-		return ret;
+/* The pages as a table @dev may map: no segment beyond what it takes. */
+static int uio_heap_sgt_alloc(struct sg_table *sgt,
+			      struct uio_heap_buffer *buf, struct device *dev)
+{
+	size_t max = min_t(size_t, dma_get_max_seg_size(dev),
+			   dma_max_mapping_size(dev));
 
-	new_sg = to->sgl;
-	for_each_sgtable_sg(from, sg, i) {
-		sg_set_page(new_sg, sg_page(sg), sg->length, sg->offset);
-		new_sg = sg_next(new_sg);
-	}
-	return 0;
+	return sg_alloc_table_from_pages_segment(sgt, buf->pages,
+						 buf->size >> PAGE_SHIFT, 0,
+						 buf->size,
+						 min_t(size_t, max, UINT_MAX) & PAGE_MASK,
+						 GFP_KERNEL);
 }
 
 static int uio_heap_attach(struct dma_buf *dmabuf,
@@ -75,7 +99,7 @@ static int uio_heap_attach(struct dma_buf *dmabuf,
 		ret = -ENODEV;
 		goto unlock;
 	}
-	ret = uio_heap_dup_sgt(&a->table, &buf->sgt);
+	ret = uio_heap_sgt_alloc(&a->table, buf, attachment->dev);
 	if (ret)
 		goto unlock;
 
@@ -106,6 +130,12 @@ static void uio_heap_detach(struct dma_buf *dmabuf,
 	kfree(a);
 }
 
+/*
+ * The heap's device has the pages mapped already: importers map without
+ * the implicit sync (DMA-API debugging reports overlapping mappings that
+ * maintain caches), and sync explicitly instead, right after mapping and
+ * before unmapping, and in begin/end_cpu_access, in their own direction.
+ */
 static struct sg_table *uio_heap_map_dma_buf(struct dma_buf_attachment *attachment,
 					     enum dma_data_direction dir)
 {
@@ -118,15 +148,11 @@ static struct sg_table *uio_heap_map_dma_buf(struct dma_buf_attachment *attachme
 		ret = -ENODEV;
 		goto unlock;
 	}
-	/*
-	 * The memory is coherent for the heap's device and the CPU reaches it
-	 * through coherent mappings only: no cache maintenance when an
-	 * importer maps it.  Explicit syncs (begin/end_cpu_access) still
-	 * reach importers that need them.
-	 */
 	ret = dma_map_sgtable(a->dev, &a->table, dir, DMA_ATTR_SKIP_CPU_SYNC);
 	if (ret)
 		goto unlock;
+	dma_sync_sgtable_for_device(a->dev, &a->table, dir);
+	a->dir = dir;
 	a->mapped = true;
 	buf->map_count++;
 	mutex_unlock(&buf->lock);
@@ -149,58 +175,57 @@ static void uio_heap_unmap_dma_buf(struct dma_buf_attachment *attachment,
 	buf->map_count--;
 	mutex_unlock(&buf->lock);
 
+	dma_sync_sgtable_for_cpu(a->dev, table, dir);
 	dma_unmap_sgtable(a->dev, table, dir, DMA_ATTR_SKIP_CPU_SYNC);
 }
 
 /*
- * The memory is coherent for the heap's own device; only importers that
- * mapped the buffer for themselves may need their caches synced.
+ * DMA_BUF_IOCTL_SYNC and kernel CPU access: the cached node maintains the
+ * caches for the heap's device; both nodes do it for importers that mapped
+ * the buffer.  After a revoke only importers are left to sync for.
  */
-static int uio_heap_begin_cpu_access(struct dma_buf *dmabuf,
-				     enum dma_data_direction dir)
+static int uio_heap_cpu_access(struct dma_buf *dmabuf,
+			       enum dma_data_direction dir, bool begin)
 {
 	struct uio_heap_buffer *buf = dmabuf->priv;
 	struct uio_heap_attachment *a;
 	int ret = 0;
 
 	mutex_lock(&buf->lock);
-	if (buf->revoked && !buf->quarantined)
+	if (buf->revoked && !buf->map_count) {
 		ret = -ENODEV;
-	else
-		list_for_each_entry(a, &buf->attachments, node)
-			if (a->mapped)
-				dma_sync_sgtable_for_cpu(a->dev, &a->table, dir);
+		goto unlock;
+	}
+	if (buf->heap->cached && !buf->revoked) {
+		if (begin)
+			dma_sync_sgtable_for_cpu(buf->heap->dma_dev, &buf->sgt, dir);
+		else
+			dma_sync_sgtable_for_device(buf->heap->dma_dev, &buf->sgt,
+						    dir);
+	}
+	list_for_each_entry(a, &buf->attachments, node) {
+		if (!a->mapped)
+			continue;
+		if (begin)
+			dma_sync_sgtable_for_cpu(a->dev, &a->table, a->dir);
+		else
+			dma_sync_sgtable_for_device(a->dev, &a->table, a->dir);
+	}
+unlock:
 	mutex_unlock(&buf->lock);
 	return ret;
+}
+
+static int uio_heap_begin_cpu_access(struct dma_buf *dmabuf,
+				     enum dma_data_direction dir)
+{
+	return uio_heap_cpu_access(dmabuf, dir, true);
 }
 
 static int uio_heap_end_cpu_access(struct dma_buf *dmabuf,
 				   enum dma_data_direction dir)
 {
-	struct uio_heap_buffer *buf = dmabuf->priv;
-	struct uio_heap_attachment *a;
-	int ret = 0;
-
-	mutex_lock(&buf->lock);
-	if (buf->revoked && !buf->quarantined)
-		ret = -ENODEV;
-	else
-		list_for_each_entry(a, &buf->attachments, node)
-			if (a->mapped)
-				dma_sync_sgtable_for_device(a->dev, &a->table,
-							    dir);
-	mutex_unlock(&buf->lock);
-	return ret;
-}
-
-static unsigned long uio_heap_buffer_pfn(struct uio_heap_buffer *buf,
-					 pgoff_t pgoff)
-{
-	void *va = buf->vaddr + (pgoff << PAGE_SHIFT);
-
-	if (is_vmalloc_addr(va))
-		return vmalloc_to_pfn(va);
-	return page_to_pfn(virt_to_page(va));
+	return uio_heap_cpu_access(dmabuf, dir, false);
 }
 
 static vm_fault_t uio_heap_vm_fault(struct vm_fault *vmf)
@@ -208,67 +233,32 @@ static vm_fault_t uio_heap_vm_fault(struct vm_fault *vmf)
 	struct vm_area_struct *vma = vmf->vma;
 	struct uio_heap_buffer *buf = vma->vm_private_data;
 	struct uio_heap *heap = buf->heap;
-	pgoff_t pgoff, npages = buf->size >> PAGE_SHIFT;
-	unsigned long addr, end;
+	pgoff_t pgoff = vmf->pgoff, npages = buf->size >> PAGE_SHIFT;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long nr, left;
 	vm_fault_t ret = VM_FAULT_SIGBUS;
+	int err;
 
 	down_read(&heap->sem);
-	if (buf->revoked)
+	if (buf->revoked || pgoff >= npages)
 		goto unlock;
 
-	pgoff = vmf->pgoff;
-	if (pgoff >= npages)
-		goto unlock;
-	addr = vmf->address & PAGE_MASK;
-	ret = vmf_insert_pfn(vma, addr, uio_heap_buffer_pfn(buf, pgoff));
-	if (ret & VM_FAULT_ERROR)
-		goto unlock;
-
-	/* Map a few pages ahead; their failures are not this fault's. */
-	end = min(vma->vm_end, addr + UIO_HEAP_FAULT_AROUND * PAGE_SIZE);
-	while ((addr += PAGE_SIZE) < end && ++pgoff < npages)
-		if (vmf_insert_pfn(vma, addr, uio_heap_buffer_pfn(buf, pgoff)) &
-		    VM_FAULT_ERROR)
-			break;
+	/* This page and a few ahead; failures past the first are not ours. */
+	nr = min3((vma->vm_end - addr) >> PAGE_SHIFT, npages - pgoff,
+		  (unsigned long)UIO_HEAP_FAULT_AROUND);
+	left = nr;
+	err = vm_insert_pages(vma, addr, buf->pages + pgoff, &left);
+	if (left < nr || err == -EBUSY)	/* -EBUSY: a racing fault mapped it */
+		ret = VM_FAULT_NOPAGE;
+	else if (err == -ENOMEM)
+		ret = VM_FAULT_OOM;
 unlock:
 	up_read(&heap->sem);
 	return ret;
 }
 
-/*
- * GUP cannot reach these mappings (VM_PFNMAP), so ptrace and /proc/PID/mem
- * come here: copy through the kernel's own mapping while it is there.
- */
-static int uio_heap_vm_access(struct vm_area_struct *vma, unsigned long addr,
-			      void *data, int len, int write)
-{
-	struct uio_heap_buffer *buf = vma->vm_private_data;
-	unsigned long off = addr - vma->vm_start + (vma->vm_pgoff << PAGE_SHIFT);
-	int ret;
-
-	if (write && !(vma->vm_flags & VM_WRITE))
-		return -EACCES;
-	if (off >= buf->size)
-		return -EINVAL;
-	len = min_t(unsigned long, len, buf->size - off);
-
-	down_read(&buf->heap->sem);
-	if (buf->revoked) {
-		ret = -EIO;
-	} else {
-		if (write)
-			memcpy(buf->vaddr + off, data, len);
-		else
-			memcpy(data, buf->vaddr + off, len);
-		ret = len;
-	}
-	up_read(&buf->heap->sem);
-	return ret;
-}
-
 static const struct vm_operations_struct uio_heap_vm_ops = {
 	.fault = uio_heap_vm_fault,
-	.access = uio_heap_vm_access,
 };
 
 static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
@@ -277,7 +267,7 @@ static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 	struct uio_heap *heap = buf->heap;
 	int ret = 0;
 
-	/* Private (copy-on-write) mappings of device memory make no sense. */
+	/* Private (copy-on-write) mappings of DMA memory make no sense. */
 	if (!(vma->vm_flags & VM_MAYSHARE))
 		return -EINVAL;
 	if (vma->vm_pgoff > buf->size >> PAGE_SHIFT ||
@@ -289,9 +279,9 @@ static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 		ret = -ENODEV;
 		goto unlock;
 	}
-	if (!dev_is_dma_coherent(heap->dma_dev))
-		vma->vm_page_prot = pgprot_dmacoherent(vma->vm_page_prot);
-	vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTEXPAND | VM_DONTDUMP);
+	vma->vm_page_prot = uio_heap_pgprot(buf, vma->vm_page_prot);
+	/* Page-backed (get_user_pages() works), filled by vm_insert_pages(). */
+	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &uio_heap_vm_ops;
 	vma->vm_private_data = buf;
 unlock:
@@ -307,10 +297,19 @@ static int uio_heap_vmap(struct dma_buf *dmabuf, struct iosys_map *map)
 	mutex_lock(&buf->lock);
 	if (buf->revoked) {
 		ret = -ENODEV;
-	} else {
-		buf->vmap_count++;
-		iosys_map_set_vaddr(map, buf->vaddr);
+		goto unlock;
 	}
+	if (!buf->vmap_count) {
+		buf->vaddr = vmap(buf->pages, buf->size >> PAGE_SHIFT, VM_MAP,
+				  uio_heap_pgprot(buf, PAGE_KERNEL));
+		if (!buf->vaddr) {
+			ret = -ENOMEM;
+			goto unlock;
+		}
+	}
+	buf->vmap_count++;
+	iosys_map_set_vaddr(map, buf->vaddr);
+unlock:
 	mutex_unlock(&buf->lock);
 	return ret;
 }
@@ -320,16 +319,48 @@ static void uio_heap_vunmap(struct dma_buf *dmabuf, struct iosys_map *map)
 	struct uio_heap_buffer *buf = dmabuf->priv;
 
 	mutex_lock(&buf->lock);
-	buf->vmap_count--;
+	if (!--buf->vmap_count) {
+		vunmap(buf->vaddr);
+		buf->vaddr = NULL;
+	}
 	mutex_unlock(&buf->lock);
 	iosys_map_clear(map);
 }
 
-static void uio_heap_free_memory(struct uio_heap_buffer *buf)
+/*
+ * Takes the buffer out of the device's reach; uio_heap_iotlb_sync() must
+ * follow before the pages can be freed.  No cache maintenance: the device
+ * is stopped or the memory is being freed, and what the CPU wrote to the
+ * cached node must survive for importers and pins.
+ */
+static void uio_heap_dma_unmap(struct uio_heap_buffer *buf)
 {
-	sg_free_table(&buf->sgt);
-	dma_free_coherent(buf->heap->dma_dev, buf->size, buf->vaddr,
-			  buf->dma_addr);
+	dma_unmap_sgtable(buf->heap->dma_dev, &buf->sgt, DMA_BIDIRECTIONAL,
+			  DMA_ATTR_SKIP_CPU_SYNC);
+}
+
+/*
+ * In lazy (flush-queue) mode the IOMMU unmaps without invalidating the
+ * IOTLB, which would let the device reach pages after they are freed.
+ * The mode can change at run time, so any DMA-API domain is flushed.
+ */
+static void uio_heap_iotlb_sync(struct device *dev)
+{
+	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
+
+	if (domain && iommu_is_dma_domain(domain))
+		iommu_flush_iotlb_all(domain);
+}
+
+/* Drops uio-heap's references; a page pinned elsewhere lives on until unpinned. */
+static void uio_heap_free_pages(struct uio_heap_buffer *buf)
+{
+	pgoff_t i;
+
+	for (i = 0; i < buf->size >> PAGE_SHIFT; i++)
+		if (buf->pages[i])
+			put_page(buf->pages[i]);
+	kvfree(buf->pages);
 	uio_heap_low_zone_uncharge(buf->low_zone);
 }
 
@@ -341,22 +372,27 @@ static void uio_heap_unaccount(struct uio_heap *heap, size_t size)
 	spin_unlock(&heap->lock);
 }
 
-static void uio_heap_release(struct dma_buf *dmabuf)
+/* The last user has gone: nothing maps the pages for any device any more. */
+static void uio_heap_buffer_release(struct dma_buf *dmabuf)
 {
 	struct uio_heap_buffer *buf = dmabuf->priv;
 	struct uio_heap *heap = buf->heap;
 
 	down_read(&heap->sem);
-	if (!buf->revoked)
-		uio_heap_free_memory(buf);
-	else if (buf->quarantined)
-		sg_free_table(&buf->sgt);
+	if (!buf->revoked) {
+		uio_heap_dma_unmap(buf);
+		uio_heap_iotlb_sync(heap->dma_dev);
+	} else {
+		atomic_long_sub(buf->size, &uio_heap_revoked_bytes);
+	}
 	spin_lock(&heap->lock);
 	list_del(&buf->node);
 	spin_unlock(&heap->lock);
 	uio_heap_unaccount(heap, buf->size);
 	up_read(&heap->sem);
 
+	sg_free_table(&buf->sgt);
+	uio_heap_free_pages(buf);
 	iput(buf->inode);
 	put_device(&heap->dev);
 	mutex_destroy(&buf->lock);
@@ -396,7 +432,7 @@ static const struct dma_buf_ops uio_heap_buf_ops = {
 	.mmap = uio_heap_mmap,
 	.vmap = uio_heap_vmap,
 	.vunmap = uio_heap_vunmap,
-	.release = uio_heap_release,
+	.release = uio_heap_buffer_release,
 #ifdef HAVE_DMA_BUF_OPS_GET_DMA_ADDR
 	.get_dma_addr = uio_heap_get_dma_addr,
 #endif
@@ -419,6 +455,137 @@ static int uio_heap_account(struct uio_heap *heap, size_t len)
 	return ret;
 }
 
+/* Hands out the 2^@order pages at @page as @n order-0 pages, frees the rest. */
+static void uio_heap_take_pages(struct page **pages, struct page *page,
+				unsigned int order, unsigned long n)
+{
+	unsigned long i;
+
+	split_page(page, order);
+	for (i = 0; i < 1UL << order; i++) {
+		if (i < n)
+			pages[i] = page + i;
+		else
+			__free_page(page + i);
+	}
+}
+
+/*
+ * Behind an IOMMU: any pages will do, larger blocks first (fewer IOMMU
+ * page-table entries and sg entries), without reclaim for those.
+ */
+static int uio_heap_alloc_scattered(struct uio_heap_buffer *buf, gfp_t gfp)
+{
+	static const unsigned int orders[] = { 8, 4, 0 };
+	unsigned long done = 0, npages = buf->size >> PAGE_SHIFT, n;
+	struct page *page;
+	unsigned int i;
+
+	gfp |= __GFP_HIGHMEM;
+	while (done < npages) {
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		for (i = 0; i < ARRAY_SIZE(orders); i++) {
+			if (npages - done < 1UL << orders[i])
+				continue;
+			page = alloc_pages(orders[i] ? (gfp | __GFP_NORETRY) &
+					   ~__GFP_RECLAIM : gfp, orders[i]);
+			if (page)
+				break;
+		}
+		if (!page)
+			return -ENOMEM;
+		n = 1UL << orders[i];
+		uio_heap_take_pages(buf->pages + done, page, orders[i], n);
+		done += n;
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
+ * Without an IOMMU: one block below @mask, from the zone that guarantees
+ * it when the whole of memory does not, as dma-direct chooses.
+ */
+static int uio_heap_alloc_contiguous(struct uio_heap_buffer *buf, gfp_t gfp,
+				     u64 mask)
+{
+	unsigned int order = get_order(buf->size);
+	struct page *page;
+	gfp_t zone = 0;
+
+	if (order > UIO_HEAP_MAX_ORDER)
+		return -ENOMEM;
+	/* Small zones last: ZONE_DMA may be all the kernel's own drivers have. */
+	if (mask <= DMA_BIT_MASK(32))
+		zone = IS_ENABLED(CONFIG_ZONE_DMA32) ? __GFP_DMA32 : __GFP_DMA;
+
+	while ((page = alloc_pages_node(dev_to_node(buf->heap->dma_dev),
+					gfp | zone, order))) {
+		if (page_to_phys(page) + buf->size - 1 <= mask) {
+			uio_heap_take_pages(buf->pages, page, order,
+					    buf->size >> PAGE_SHIFT);
+			return 0;
+		}
+		__free_pages(page, order);
+		/* Not low enough: the next smaller zone, as dma-direct does. */
+		if (!zone && IS_ENABLED(CONFIG_ZONE_DMA32))
+			zone = __GFP_DMA32;
+		else if (zone != __GFP_DMA && IS_ENABLED(CONFIG_ZONE_DMA))
+			zone = __GFP_DMA;
+		else
+			break;
+	}
+	return -ENOMEM;
+}
+
+/*
+ * Maps the pages for the heap's device and checks the DMA API's answer:
+ * one range below the mask, and not bounced through swiotlb (the device
+ * would then reach a copy, not the buffer).
+ */
+static int uio_heap_dma_map(struct uio_heap_buffer *buf, u64 mask)
+{
+	struct device *dev = buf->heap->dma_dev;
+	struct scatterlist *sg;
+	dma_addr_t next;
+	int ret, i;
+
+	ret = uio_heap_sgt_alloc(&buf->sgt, buf, dev);
+	if (ret)
+		return ret;
+	/* Also writes the zeroes back from the CPU caches of a non-coherent device. */
+	ret = dma_map_sgtable(dev, &buf->sgt, DMA_BIDIRECTIONAL, 0);
+	if (ret)
+		goto free_table;
+
+	buf->dma_addr = sg_dma_address(buf->sgt.sgl);
+	next = buf->dma_addr;
+	for_each_sgtable_dma_sg(&buf->sgt, sg, i) {
+		if (sg_dma_address(sg) != next)
+			goto unexpected;
+		next += sg_dma_len(sg);
+	}
+	if (next - buf->dma_addr != buf->size || next - 1 > mask)
+		goto unexpected;
+	/* dma-direct on a coherent device syncs only what it bounced. */
+	if (!uio_heap_translated(dev) && dev_is_dma_coherent(dev) &&
+	    dma_need_sync(dev, buf->dma_addr))
+		goto unexpected;
+	return 0;
+
+unexpected:
+	dev_err_ratelimited(&buf->heap->dev,
+			    "DMA API mapped %zu bytes at %pad: not one range below the mask, or bounced\n",
+			    buf->size, &buf->dma_addr);
+	uio_heap_dma_unmap(buf);
+	uio_heap_iotlb_sync(dev);
+	ret = -ENOMEM;
+free_table:
+	sg_free_table(&buf->sgt);
+	return ret;
+}
+
 /**
  * uio_heap_buffer_alloc() - allocate a buffer and export it as a dma-buf
  * @heap:	the heap
@@ -427,21 +594,26 @@ static int uio_heap_account(struct uio_heap *heap, size_t len)
  *
  * Return: the dma-buf, or an ERR_PTR(): -ENODEV if the heap's device has
  * gone, -ENOSPC beyond the heap's max_bytes or the low-zone budget, -ENOMEM
- * if the DMA API cannot provide the memory within the device's coherent
- * mask.
+ * if there is no memory the device can reach in one range.
  */
 struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 				      u32 fd_flags)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
+	/*
+	 * Zeroed once, by the page allocator.  Charged to the allocating
+	 * task's memory cgroup; past its limit, or when memory is short, the
+	 * allocation fails rather than calling the OOM killer.
+	 */
+	const gfp_t gfp = GFP_USER | __GFP_ACCOUNT | __GFP_ZERO |
+			  __GFP_RETRY_MAYFAIL | __GFP_NOWARN;
 	struct uio_heap_buffer *buf;
 	struct dma_buf *dmabuf;
 	long charged;
+	u64 mask;
 	int ret;
 
-	/* More than the RAM there is cannot succeed; fail before the DMA
-	 * layer sizes bookkeeping (IOVA, page arrays) for it.
-	 */
+	/* More than the RAM there is cannot succeed. */
 	if (len >> PAGE_SHIFT > totalram_pages())
 		return ERR_PTR(-ENOMEM);
 
@@ -450,6 +622,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 		ret = -ENODEV;
 		goto unlock;
 	}
+	mask = dma_get_mask(heap->dma_dev);
 
 	ret = uio_heap_account(heap, len);
 	if (ret)
@@ -472,36 +645,22 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	}
 	buf->low_zone = charged;
 
-	/*
-	 * dma_alloc_coherent() zeroes the memory.  The pages are charged to
-	 * the allocating task's memory cgroup where they come from the page
-	 * allocator (not from CMA or a device's own pool); past its limit,
-	 * or when memory is short, the allocation fails rather than calling
-	 * the OOM killer on userspace's behalf.
-	 */
-	buf->vaddr = dma_alloc_coherent(heap->dma_dev, len, &buf->dma_addr,
-					GFP_KERNEL_ACCOUNT | __GFP_RETRY_MAYFAIL |
-					__GFP_NOWARN);
-	if (!buf->vaddr) {
+	buf->pages = kvcalloc(len >> PAGE_SHIFT, sizeof(*buf->pages),
+			      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!buf->pages) {
 		ret = -ENOMEM;
 		goto uncharge;
 	}
-
-	/* The DMA API promises this; a wrong address must never leak out. */
-	if (buf->dma_addr + (len - 1) > heap->dma_dev->coherent_dma_mask ||
-	    buf->dma_addr + (len - 1) < buf->dma_addr) {
-		dev_err_ratelimited(&heap->dev,
-				    "DMA API returned %pad beyond the coherent mask\n",
-				    &buf->dma_addr);
-		ret = -ENOMEM;
-		goto free_coherent;
-	}
-
-	/* Importers and CPU faults need the pages behind the memory. */
-	ret = dma_get_sgtable(heap->dma_dev, &buf->sgt, buf->vaddr,
-			      buf->dma_addr, len);
+	if (uio_heap_translated(heap->dma_dev))
+		ret = uio_heap_alloc_scattered(buf, gfp);
+	else
+		ret = uio_heap_alloc_contiguous(buf, gfp, mask);
 	if (ret)
-		goto free_coherent;
+		goto free_pages;
+
+	ret = uio_heap_dma_map(buf, mask);
+	if (ret)
+		goto free_pages;
 
 	exp_info.ops = &uio_heap_buf_ops;
 	exp_info.exp_name = dev_name(&heap->dev);
@@ -511,7 +670,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	dmabuf = dma_buf_export(&exp_info);
 	if (IS_ERR(dmabuf)) {
 		ret = PTR_ERR(dmabuf);
-		goto free_sgt;
+		goto dma_unmap;
 	}
 	buf->dmabuf = dmabuf;
 	/*
@@ -528,10 +687,13 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	up_read(&heap->sem);
 	return dmabuf;
 
-free_sgt:
+dma_unmap:
+	uio_heap_dma_unmap(buf);
+	uio_heap_iotlb_sync(heap->dma_dev);
 	sg_free_table(&buf->sgt);
-free_coherent:
-	dma_free_coherent(heap->dma_dev, len, buf->vaddr, buf->dma_addr);
+free_pages:
+	uio_heap_free_pages(buf);
+	goto free_buf;
 uncharge:
 	uio_heap_low_zone_uncharge(buf->low_zone);
 free_buf:
@@ -576,14 +738,15 @@ not_ours:
 }
 
 /**
- * uio_heap_revoke_buffers() - take every buffer's memory away
+ * uio_heap_revoke_buffers() - take every buffer away from the device
  * @heap:	a heap whose device is being unbound or removed
  *
- * The device is stopped from mastering the bus first (PCI), so that DMA
- * userspace left programmed cannot reach memory returned here.  CPU
- * mappings are zapped and fault with SIGBUS from now on.  Memory that an
- * importer still has mapped, or the kernel has vmapped, cannot be returned
- * safely: it is quarantined, i.e. never given back, and counted.
+ * A PCI device is stopped from mastering the bus first, then each buffer
+ * is unmapped for the device (behind an IOMMU its IOVA is gone and the
+ * IOTLB invalidated when this returns).  CPU mappings are zapped and fault
+ * with SIGBUS from now on.  The memory itself is freed when its last user
+ * (the dma-buf's files, importers' mappings, vmaps, pinned pages) lets go;
+ * until then it is counted in revoked_bytes.
  *
  * Context: @heap->sem held for writing.
  */
@@ -603,18 +766,11 @@ void uio_heap_revoke_buffers(struct uio_heap *heap)
 	list_for_each_entry(buf, &heap->buffers, node) {
 		mutex_lock(&buf->lock);
 		buf->revoked = true;
-		buf->quarantined = buf->map_count || buf->vmap_count;
 		mutex_unlock(&buf->lock);
 
 		unmap_mapping_range(buf->inode->i_mapping, 0, 0, 1);
-
-		if (buf->quarantined) {
-			atomic_long_add(buf->size, &uio_heap_quarantined_bytes);
-			dev_warn_ratelimited(&heap->dev,
-					     "%zu bytes still in use by an importer: quarantined, not freed\n",
-					     buf->size);
-		} else {
-			uio_heap_free_memory(buf);
-		}
+		uio_heap_dma_unmap(buf);
+		atomic_long_add(buf->size, &uio_heap_revoked_bytes);
 	}
+	uio_heap_iotlb_sync(heap->dma_dev);
 }

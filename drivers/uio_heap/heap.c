@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The heap nodes: /dev/dma_heap/uioN and /sys/class/uio_heap/uioN.
+ * The heap nodes: /dev/dma_heap/uioN and /dev/dma_heap/uioN-cached, with
+ * /sys/class/uio_heap/uioN and uioN-cached.  The two nodes of a UIO device
+ * are two heaps of the same DMA device; they differ only in how the CPU
+ * maps their buffers.
  *
  * DMA_HEAP_IOCTL_ALLOC is handled exactly as drivers/dma-buf/dma-heap.c
  * does it, so that dma-heap users (libdmabufheap, GStreamer, ...) work
  * unchanged; UIO_HEAP_IOCTL_GET_DMA_ADDR tells the address of a buffer.
  */
+#include <linux/cc_platform.h>
 #include <linux/dma-buf.h>
 #include <linux/dma-heap.h>
 #include <linux/dma-mapping.h>
 #include <linux/file.h>
 #include <linux/fs.h>
-#include <linux/iommu.h>
 #include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/nospec.h>
@@ -217,35 +220,35 @@ static ssize_t dma_mask_bits_show(struct device *dev,
 	if (heap->dead)
 		ret = -ENODEV;
 	else
-		ret = sysfs_emit(buf, "%d\n",
-				 fls64(heap->dma_dev->coherent_dma_mask));
+		ret = sysfs_emit(buf, "%d\n", fls64(dma_get_mask(heap->dma_dev)));
 	up_read(&heap->sem);
 	return ret;
 }
 
 /**
- * uio_heap_set_mask_bits() - set the coherent mask later allocations use
+ * uio_heap_set_mask_bits() - set the DMA mask later allocations use
  * @heap:	the heap
  * @bits:	mask width, PAGE_SHIFT to 64
  *
  * The mask is the user's statement of what the hardware can address: the
  * kernel driver (uio_pci_generic) cannot know it.  It is set on the DMA
- * device as its coherent mask, used by later allocations only, and put
- * back as it was when the heap goes.  The mask belongs to the parent,
- * which another driver owns: it changes under that device's lock, only
- * while @heap is the parent's one heap (so one heap saves and restores
- * it), and never so that a live buffer would lie outside it.
+ * device as its streaming and coherent mask, used by later allocations
+ * only, and put back as it was when the heap goes.  The mask belongs to
+ * the parent, which another driver owns: it changes under that device's
+ * lock, only while the parent has no heaps but the two nodes of one UIO
+ * device (so one UIO device saves and restores it), and never so that a
+ * live buffer of either node would lie outside it.
  *
  * Context: the device lock of @heap->dma_dev held.
  * Return: 0, -EINVAL for a width out of range, -EIO if the platform cannot
- * honour the mask, -EBUSY if another heap shares the parent or a buffer
+ * honour the mask, -EBUSY if another UIO device shares the parent or a buffer
  * lies beyond the new mask, -ENODEV if the device has gone, -EAGAIN if the
  * heaps are being removed (try again).
  */
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 {
+	struct uio_heap *other, *sibling = NULL;
 	struct uio_heap_buffer *buf;
-	struct uio_heap *other;
 	u64 mask;
 	int ret = 0;
 
@@ -262,21 +265,34 @@ int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 		ret = -ENODEV;
 		goto unlock;
 	}
-	list_for_each_entry(other, &uio_heap_list, node)
-		if (other != heap && other->dma_dev == heap->dma_dev)
+	list_for_each_entry(other, &uio_heap_list, node) {
+		if (other == heap || other->dma_dev != heap->dma_dev)
+			continue;
+		if (other->uio_dev != heap->uio_dev) {
 			ret = -EBUSY;
-	/* Allocations hold @heap->sem: the list is complete. */
-	spin_lock(&heap->lock);
-	list_for_each_entry(buf, &heap->buffers, node)
-		if (buf->dma_addr + buf->size - 1 > mask)
-			ret = -EBUSY;
-	spin_unlock(&heap->lock);
-	if (ret)
-		goto unlock;
-
-	ret = dma_set_coherent_mask(heap->dma_dev, mask);
+			goto unlock;
+		}
+		sibling = other;
+	}
+	/*
+	 * Allocations hold their heap's sem: with both held, the buffer lists
+	 * are complete.  Only this function takes two, under the list lock.
+	 */
+	if (sibling)
+		down_write_nested(&sibling->sem, SINGLE_DEPTH_NESTING);
+	for (other = heap; other; other = other == heap ? sibling : NULL) {
+		spin_lock(&other->lock);
+		list_for_each_entry(buf, &other->buffers, node)
+			if (buf->dma_addr + buf->size - 1 > mask)
+				ret = -EBUSY;
+		spin_unlock(&other->lock);
+	}
+	if (!ret)
+		ret = dma_set_mask_and_coherent(heap->dma_dev, mask);
 	if (!ret)
 		heap->mask_changed = true;
+	if (sibling)
+		up_write(&sibling->sem);
 unlock:
 	up_write(&heap->sem);
 	mutex_unlock(&uio_heap_list_lock);
@@ -388,8 +404,37 @@ static ssize_t iommu_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(iommu);
 
+/*
+ * What a revoke does to stop the device reaching its buffers: "iommu"
+ * (unmapped, IOTLB invalidated), "bus-master" (PCI bus mastering off), or
+ * "none": nothing can stop a platform device without an IOMMU, so its
+ * memory is only freed when userspace lets go of it.
+ */
+static ssize_t revoke_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+	const char *how = "none";
+	ssize_t ret;
+
+	down_read(&heap->sem);
+	if (heap->dead) {
+		ret = -ENODEV;
+	} else {
+		if (uio_heap_translated(heap->dma_dev))
+			how = "iommu";
+		else if (dev_is_pci(heap->dma_dev))
+			how = "bus-master";
+		ret = sysfs_emit(buf, "%s\n", how);
+	}
+	up_read(&heap->sem);
+	return ret;
+}
+static DEVICE_ATTR_RO(revoke);
+
 static struct attribute *uio_heap_attrs[] = {
 	&dev_attr_iommu.attr,
+	&dev_attr_revoke.attr,
 	&dev_attr_dma_mask_bits.attr,
 	&dev_attr_max_bytes.attr,
 	&dev_attr_allocated_bytes.attr,
@@ -408,44 +453,33 @@ static void uio_heap_dev_release(struct device *dev)
 	kfree(heap);
 }
 
-/*
- * In lazy (flush-queue) mode an IOVA freed on the CPU side stays reachable
- * by the device until the IOTLB is flushed in a batch.  Userspace programs
- * this device directly, so say so; Documentation/ recommends iommu.strict=1.
- */
-static void uio_heap_check_iommu(struct uio_heap *heap)
-{
-	struct iommu_domain *domain = iommu_get_domain_for_dev(heap->dma_dev);
+static void uio_heap_destroy(struct uio_heap *heap);
 
-	if (domain && domain->type == IOMMU_DOMAIN_DMA_FQ)
-		dev_notice(&heap->dev,
-			   "IOMMU in lazy mode: boot with iommu.strict=1 so that freed buffers are unmapped at once\n");
-}
-
-static struct uio_heap *uio_heap_find(struct device *uio_dev)
+static struct uio_heap *uio_heap_find(struct device *uio_dev, bool cached)
 {
 	struct uio_heap *heap;
 
 	lockdep_assert_held(&uio_heap_list_lock);
 	list_for_each_entry(heap, &uio_heap_list, node)
-		if (heap->uio_dev == uio_dev)
+		if (heap->uio_dev == uio_dev && heap->cached == cached)
 			return heap;
 	return NULL;
 }
 
 /**
- * uio_heap_lookup() - find the live heap of a UIO device
+ * uio_heap_lookup() - find a live heap of a UIO device
  * @uio_dev:	the UIO class device
+ * @cached:	the uioN-cached node rather than uioN
  *
  * Return: the heap with a reference the caller drops with
  * put_device(&heap->dev), or NULL.
  */
-struct uio_heap *uio_heap_lookup(struct device *uio_dev)
+struct uio_heap *uio_heap_lookup(struct device *uio_dev, bool cached)
 {
 	struct uio_heap *heap;
 
 	mutex_lock(&uio_heap_list_lock);
-	heap = uio_heap_find(uio_dev);
+	heap = uio_heap_find(uio_dev, cached);
 	if (heap)
 		get_device(&heap->dev);
 	mutex_unlock(&uio_heap_list_lock);
@@ -453,38 +487,27 @@ struct uio_heap *uio_heap_lookup(struct device *uio_dev)
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_lookup);
 
-/**
- * uio_heap_create() - create the heap of a UIO device
- * @dma_dev:	the device that does the DMA: the UIO device's parent
- * @uio_dev:	the UIO class device, whose name the heap takes
- *
- * Context: process context, the device lock of @dma_dev held.
- * Return: 0 if the heap exists (also when it existed already), or an errno.
- */
-int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
+static int uio_heap_add(struct device *dma_dev, struct device *uio_dev,
+			bool cached)
 {
 	struct uio_heap *heap;
-	int ret = 0;
-
-	mutex_lock(&uio_heap_list_lock);
-	if (uio_heap_find(uio_dev))
-		goto unlock;
+	int ret;
 
 	heap = kzalloc(sizeof(*heap), GFP_KERNEL);
-	if (!heap) {
-		ret = -ENOMEM;
-		goto unlock;
-	}
+	if (!heap)
+		return -ENOMEM;
 
 	ret = uio_heap_minor_get(&heap->dev.devt);
 	if (ret) {
 		kfree(heap);
-		goto unlock;
+		return ret;
 	}
 
 	heap->dma_dev = get_device(dma_dev);
 	heap->uio_dev = get_device(uio_dev);
-	heap->orig_mask = dma_dev->coherent_dma_mask;
+	heap->cached = cached;
+	heap->orig_mask = dma_get_mask(dma_dev);
+	heap->orig_coherent_mask = dma_dev->coherent_dma_mask;
 	heap->max_bytes = uio_heap_default_max_bytes();
 	init_rwsem(&heap->sem);
 	spin_lock_init(&heap->lock);
@@ -496,7 +519,8 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 	heap->dev.parent = dma_dev;
 	heap->dev.groups = uio_heap_groups;
 	heap->dev.release = uio_heap_dev_release;
-	ret = dev_set_name(&heap->dev, "%s", dev_name(uio_dev));
+	ret = dev_set_name(&heap->dev, cached ? "%s-cached" : "%s",
+			   dev_name(uio_dev));
 	if (ret)
 		goto put_heap;
 
@@ -507,12 +531,45 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 		goto put_heap;
 
 	list_add_tail(&heap->node, &uio_heap_list);
-	uio_heap_check_iommu(heap);
 	dev_dbg(&heap->dev, "heap for %s\n", dev_name(dma_dev));
-	goto unlock;
+	return 0;
 
 put_heap:
 	put_device(&heap->dev);
+	return ret;
+}
+
+/**
+ * uio_heap_create() - create the two heap nodes of a UIO device
+ * @dma_dev:	the device that does the DMA: the UIO device's parent
+ * @uio_dev:	the UIO class device, whose name the heaps take
+ *
+ * Context: process context, the device lock of @dma_dev held.
+ * Return: 0 if the heaps exist (also when they existed already), or an
+ * errno; -EOPNOTSUPP where memory encryption is active.
+ */
+int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
+{
+	int ret = 0;
+
+	/*
+	 * SEV, TDX, SME: user mappings of shared memory would need
+	 * pgprot_decrypted(), and no exported helper gives a module that.
+	 */
+	if (cc_platform_has(CC_ATTR_MEM_ENCRYPT)) {
+		pr_err_once("uio_heap: memory encryption is active: DMA heaps cannot map shared memory for userspace, none created\n");
+		return -EOPNOTSUPP;
+	}
+
+	mutex_lock(&uio_heap_list_lock);
+	if (uio_heap_find(uio_dev, false))
+		goto unlock;
+	ret = uio_heap_add(dma_dev, uio_dev, false);
+	if (ret)
+		goto unlock;
+	ret = uio_heap_add(dma_dev, uio_dev, true);
+	if (ret)
+		uio_heap_destroy(uio_heap_find(uio_dev, false));
 unlock:
 	mutex_unlock(&uio_heap_list_lock);
 	return ret;
@@ -534,8 +591,10 @@ static void uio_heap_destroy(struct uio_heap *heap)
 	down_write(&heap->sem);
 	heap->dead = true;
 	uio_heap_revoke_buffers(heap);
-	if (heap->mask_changed)
-		dma_set_coherent_mask(heap->dma_dev, heap->orig_mask);
+	if (heap->mask_changed) {
+		dma_set_mask(heap->dma_dev, heap->orig_mask);
+		dma_set_coherent_mask(heap->dma_dev, heap->orig_coherent_mask);
+	}
 	up_write(&heap->sem);
 
 	put_device(&heap->dev);

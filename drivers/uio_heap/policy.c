@@ -54,11 +54,18 @@ const char *uio_heap_iommu_mode(struct device *dev)
 	}
 }
 
-static bool uio_heap_translated(struct device *dev)
+/**
+ * uio_heap_translated() - does an IOMMU translate the device's DMA
+ * @dev:	the device doing the DMA
+ *
+ * Return: true for a DMA-API domain (strict or lazy): addresses are IOVAs,
+ * and a buffer may be made of any pages.
+ */
+bool uio_heap_translated(struct device *dev)
 {
 	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
 
-	return domain && (domain->type & __IOMMU_DOMAIN_PAGING);
+	return domain && iommu_is_dma_domain(domain);
 }
 
 /**
@@ -102,7 +109,6 @@ u64 uio_heap_default_max_bytes(void)
  * zones (x86's ZONE_DMA is 16 MiB) that the kernel's own drivers need:
  * all heaps together get low_zone_max_bytes of it.  A 32-bit mask draws
  * on ZONE_DMA32, which max_bytes and the memory cgroup bound instead.
- * Memory quarantined at a revoke keeps its charge: it is never freed.
  */
 static unsigned long uio_heap_low_zone_max = SZ_4M;
 module_param_named(low_zone_max_bytes, uio_heap_low_zone_max, ulong, 0644);
@@ -132,7 +138,7 @@ MODULE_PARM_DESC(low_zone_bytes, "Bytes allocated untranslated below a 32-bit ma
  */
 long uio_heap_low_zone_charge(struct device *dev, size_t len)
 {
-	if (dev->coherent_dma_mask >= DMA_BIT_MASK(32) || uio_heap_translated(dev))
+	if (dma_get_mask(dev) >= DMA_BIT_MASK(32) || uio_heap_translated(dev))
 		return 0;
 	if (atomic_long_add_return(len, &uio_heap_low_zone_used) >
 	    READ_ONCE(uio_heap_low_zone_max)) {

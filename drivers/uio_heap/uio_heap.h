@@ -27,8 +27,11 @@ struct dma_buf;
  * @sem:		held for reading while @dma_dev is used (allocate, free,
  *			fault, mmap), for writing to revoke or change the mask
  * @dead:		@dma_dev is gone or going; set under @sem held for writing
- * @orig_mask:		@dma_dev's coherent mask when the heap was created
- * @mask_changed:	@orig_mask must be restored when the heap goes
+ * @cached:		the uioN-cached node: CPU mappings are always cacheable,
+ *			DMA_BUF_IOCTL_SYNC maintains the caches for @dma_dev
+ * @orig_mask:		@dma_dev's streaming mask when the heap was created
+ * @orig_coherent_mask:	and its coherent mask
+ * @mask_changed:	the masks must be restored when the heap goes
  * @lock:		protects @buffers and the counters below
  * @buffers:		live buffers of this heap
  * @allocated_bytes:	sum of the sizes of @buffers (and of reservations)
@@ -44,7 +47,9 @@ struct uio_heap {
 
 	struct rw_semaphore sem;
 	bool dead;
+	bool cached;
 	u64 orig_mask;
+	u64 orig_coherent_mask;
 	bool mask_changed;
 
 	spinlock_t lock;		/* @buffers, counters */
@@ -55,7 +60,7 @@ struct uio_heap {
 };
 
 /**
- * struct uio_heap_buffer - one coherent DMA allocation exported as a dma-buf
+ * struct uio_heap_buffer - pages mapped for the heap's device, exported as a dma-buf
  * @heap:		heap it came from; a reference to @heap->dev is held
  * @node:		entry in @heap->buffers, under @heap->lock
  * @dmabuf:		the exported dma-buf
@@ -64,17 +69,18 @@ struct uio_heap {
  *			and a revocation may come in between
  * @size:		size in bytes, a multiple of PAGE_SIZE
  * @low_zone:		bytes charged to the low-zone budget (0 or @size)
- * @vaddr:		kernel address from dma_alloc_coherent()
- * @dma_addr:		address of the buffer for @heap->dma_dev
- * @sgt:		the pages backing the buffer, for importers
- * @lock:		protects @attachments, @map_count, @vmap_count, @revoked
+ * @pages:		the buffer's order-0 pages, one reference each
+ * @sgt:		@pages, mapped for @heap->dma_dev until released or revoked
+ * @dma_addr:		address of the buffer for @heap->dma_dev (one range)
+ * @vaddr:		kernel mapping while @vmap_count
+ * @lock:		protects @attachments, @map_count, @vmap_count, @vaddr,
+ *			@revoked
  * @attachments:	attachments of importers
  * @map_count:		attachments currently mapped by their importer
  * @vmap_count:		outstanding kernel mappings (vmap)
- * @revoked:		memory taken away because the device went; set with
- *			@heap->sem held for writing and @lock held
- * @quarantined:	revoked while an importer or vmap still used the memory:
- *			it is never given back (see Documentation/)
+ * @revoked:		unmapped for the device because it went; set with
+ *			@heap->sem held for writing and @lock held.  The pages
+ *			stay until the last user lets go.
  */
 struct uio_heap_buffer {
 	struct uio_heap *heap;
@@ -83,16 +89,16 @@ struct uio_heap_buffer {
 	struct inode *inode;
 	size_t size;
 	size_t low_zone;
-	void *vaddr;
-	dma_addr_t dma_addr;
+	struct page **pages;
 	struct sg_table sgt;
+	dma_addr_t dma_addr;
+	void *vaddr;
 
 	struct mutex lock;		/* attachments, counts, flags */
 	struct list_head attachments;
 	unsigned int map_count;
 	unsigned int vmap_count;
 	bool revoked;
-	bool quarantined;
 };
 
 /* main.c */
@@ -105,7 +111,7 @@ struct dma_heap_allocation_data;
 int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 			 size_t *len);
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits);
-struct uio_heap *uio_heap_lookup(struct device *uio_dev);
+struct uio_heap *uio_heap_lookup(struct device *uio_dev, bool cached);
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev);
 void uio_heap_remove_for(struct device *dma_dev);
 void uio_heap_remove_all(void);
@@ -117,10 +123,11 @@ struct uio_heap_buffer *uio_heap_buffer_get(struct uio_heap *heap, int fd);
 int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr);
 void uio_heap_revoke_buffers(struct uio_heap *heap);
 bool uio_heap_is_buffer(const struct dma_buf *dmabuf);
-extern atomic_long_t uio_heap_quarantined_bytes;
+extern atomic_long_t uio_heap_revoked_bytes;
 
 /* policy.c */
 const char *uio_heap_iommu_mode(struct device *dev);
+bool uio_heap_translated(struct device *dev);
 int uio_heap_addr_permitted(struct device *dev);
 u64 uio_heap_default_max_bytes(void);
 long uio_heap_low_zone_charge(struct device *dev, size_t len);

@@ -71,7 +71,7 @@ static int uio_heap_kunit_init(struct kunit *test)
 	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->uio_dev));
 
 	KUNIT_ASSERT_EQ(test, 0, uio_heap_create(ctx->dma_dev, ctx->uio_dev));
-	ctx->heap = uio_heap_lookup(ctx->uio_dev);
+	ctx->heap = uio_heap_lookup(ctx->uio_dev, false);
 	KUNIT_ASSERT_NOT_NULL(test, ctx->heap);
 	KUNIT_ASSERT_EQ(test, 0,
 			kunit_add_action_or_reset(test, uio_heap_kunit_remove, ctx));
@@ -197,7 +197,7 @@ static void uio_heap_test_mask_owner(struct kunit *test)
 	device_lock(ctx->dma_dev);
 	KUNIT_EXPECT_EQ(test, 0, uio_heap_create(ctx->dma_dev, uio_b));
 	device_unlock(ctx->dma_dev);
-	heap_b = uio_heap_lookup(uio_b);
+	heap_b = uio_heap_lookup(uio_b, false);
 	KUNIT_ASSERT_NOT_NULL(test, heap_b);
 	KUNIT_EXPECT_EQ(test, -EBUSY, heap_set_mask_locked(ctx->heap, 30));
 	KUNIT_EXPECT_EQ(test, -EBUSY, heap_set_mask_locked(heap_b, 30));
@@ -248,9 +248,9 @@ static void uio_heap_test_revoke(struct kunit *test)
 	buf = dmabuf->priv;
 
 	uio_heap_kunit_remove(ctx);
-	KUNIT_EXPECT_NULL(test, uio_heap_lookup(ctx->uio_dev));
+	KUNIT_EXPECT_NULL(test, uio_heap_lookup(ctx->uio_dev, false));
+	KUNIT_EXPECT_NULL(test, uio_heap_lookup(ctx->uio_dev, true));
 	KUNIT_EXPECT_TRUE(test, buf->revoked);
-	KUNIT_EXPECT_FALSE(test, buf->quarantined);
 	KUNIT_EXPECT_EQ(test, -ENODEV, uio_heap_buffer_dma_addr(buf, &addr));
 	/*
 	 * vmap would fail with -ENODEV too, but the dma-buf core WARNs about
@@ -279,7 +279,7 @@ static void uio_heap_test_revoke_dead_heap_alloc(struct kunit *test)
 	put_device(&heap->dev);
 }
 
-static void uio_heap_test_importer_quarantine(struct kunit *test)
+static void uio_heap_test_importer_after_revoke(struct kunit *test)
 {
 	struct uio_heap_kunit *ctx = test->priv;
 	struct dma_buf_attachment *attach;
@@ -305,8 +305,8 @@ static void uio_heap_test_importer_quarantine(struct kunit *test)
 	dma_buf_detach(dmabuf, attach);
 	uio_heap_kunit_put(dmabuf);
 
-	/* Still mapped when the device goes: quarantined, then let go. */
-	before = atomic_long_read(&uio_heap_quarantined_bytes);
+	/* Still mapped when the device goes: kept until the importer lets go. */
+	before = atomic_long_read(&uio_heap_revoked_bytes);
 	dmabuf = uio_heap_buffer_alloc(ctx->heap, SZ_64K, O_RDWR);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
 	attach = dma_buf_attach(dmabuf, importer);
@@ -316,18 +316,18 @@ static void uio_heap_test_importer_quarantine(struct kunit *test)
 
 	uio_heap_kunit_remove(ctx);
 	KUNIT_EXPECT_EQ(test, before + SZ_64K,
-			atomic_long_read(&uio_heap_quarantined_bytes));
-	KUNIT_EXPECT_TRUE(test, ((struct uio_heap_buffer *)dmabuf->priv)->quarantined);
-	/* The importer's CPU syncs still work on quarantined memory. */
+			atomic_long_read(&uio_heap_revoked_bytes));
+	/* The importer's CPU syncs still work. */
 	KUNIT_EXPECT_EQ(test, 0, dma_buf_begin_cpu_access(dmabuf, DMA_FROM_DEVICE));
 	KUNIT_EXPECT_EQ(test, 0, dma_buf_end_cpu_access(dmabuf, DMA_FROM_DEVICE));
 
 	dma_buf_unmap_attachment_unlocked(attach, sgt, DMA_BIDIRECTIONAL);
 	dma_buf_detach(dmabuf, attach);
 	uio_heap_kunit_put(dmabuf);
+	KUNIT_EXPECT_EQ(test, before, atomic_long_read(&uio_heap_revoked_bytes));
 }
 
-static void uio_heap_test_vmap_quarantine(struct kunit *test)
+static void uio_heap_test_vmap_after_revoke(struct kunit *test)
 {
 	struct uio_heap_kunit *ctx = test->priv;
 	struct dma_buf *dmabuf;
@@ -337,18 +337,61 @@ static void uio_heap_test_vmap_quarantine(struct kunit *test)
 	dmabuf = uio_heap_buffer_alloc(ctx->heap, 2 * PAGE_SIZE, O_RDWR);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
 	KUNIT_ASSERT_EQ(test, 0, dma_buf_vmap_unlocked(dmabuf, &map));
-	/* Coherent memory arrives zeroed. */
+	/* Buffers arrive zeroed. */
 	KUNIT_EXPECT_EQ(test, 0, ((u8 *)map.vaddr)[2 * PAGE_SIZE - 1]);
 	((u8 *)map.vaddr)[0] = 0xab;
 
-	before = atomic_long_read(&uio_heap_quarantined_bytes);
+	before = atomic_long_read(&uio_heap_revoked_bytes);
 	uio_heap_kunit_remove(ctx);
 	KUNIT_EXPECT_EQ(test, before + 2 * PAGE_SIZE,
-			atomic_long_read(&uio_heap_quarantined_bytes));
+			atomic_long_read(&uio_heap_revoked_bytes));
 	/* The kernel user's pointer stays valid: nothing was freed under it. */
 	KUNIT_EXPECT_EQ(test, 0xab, ((u8 *)map.vaddr)[0]);
 	dma_buf_vunmap_unlocked(dmabuf, &map);
 	uio_heap_kunit_put(dmabuf);
+	KUNIT_EXPECT_EQ(test, before, atomic_long_read(&uio_heap_revoked_bytes));
+}
+
+/* uioN-cached: the same device and mask, syncs for the device. */
+static void uio_heap_test_cached_node(struct kunit *test)
+{
+	struct uio_heap_kunit *ctx = test->priv;
+	struct uio_heap *cached;
+	struct dma_buf *dmabuf;
+	struct iosys_map map;
+	u64 addr;
+
+	cached = uio_heap_lookup(ctx->uio_dev, true);
+	KUNIT_ASSERT_NOT_NULL(test, cached);
+	KUNIT_EXPECT_STREQ(test, "-cached",
+			   dev_name(&cached->dev) + strlen(dev_name(ctx->uio_dev)));
+	KUNIT_EXPECT_PTR_EQ(test, ctx->dma_dev, cached->dma_dev);
+
+	/* The siblings share the parent's mask: either may set it. */
+	KUNIT_EXPECT_EQ(test, 0, heap_set_mask_locked(cached, 31));
+	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(31), dma_get_mask(ctx->dma_dev));
+
+	dmabuf = uio_heap_buffer_alloc(cached, 3 * PAGE_SIZE, O_RDWR);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
+	KUNIT_EXPECT_EQ(test, 0, uio_heap_buffer_dma_addr(dmabuf->priv, &addr));
+	KUNIT_EXPECT_LE(test, addr + 3 * PAGE_SIZE - 1, DMA_BIT_MASK(31));
+	KUNIT_EXPECT_EQ(test, 0, dma_buf_begin_cpu_access(dmabuf, DMA_BIDIRECTIONAL));
+	KUNIT_ASSERT_EQ(test, 0, dma_buf_vmap_unlocked(dmabuf, &map));
+	memset(map.vaddr, 0x5a, 3 * PAGE_SIZE);
+	dma_buf_vunmap_unlocked(dmabuf, &map);
+	KUNIT_EXPECT_EQ(test, 0, dma_buf_end_cpu_access(dmabuf, DMA_BIDIRECTIONAL));
+
+	/* A live buffer of the sibling pins the mask as one of its own would. */
+	if (fls64(addr + 3 * PAGE_SIZE - 1) - 1 >= PAGE_SHIFT)
+		KUNIT_EXPECT_EQ(test, -EBUSY,
+				heap_set_mask_locked(ctx->heap,
+						     fls64(addr + 3 * PAGE_SIZE - 1) - 1));
+	uio_heap_kunit_put(dmabuf);
+
+	uio_heap_kunit_remove(ctx);
+	KUNIT_EXPECT_TRUE(test, cached->dead);
+	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(32), dma_get_mask(ctx->dma_dev));
+	put_device(&cached->dev);
 }
 
 static void uio_heap_test_max_bytes(struct kunit *test)
@@ -515,7 +558,7 @@ static void uio_heap_kunit_platform(struct kunit *test, const char *drv,
 	device_for_each_child(&pdev->dev, &uio, uio_heap_kunit_uio_child);
 	KUNIT_ASSERT_NOT_NULL(test, uio);
 
-	heap = uio_heap_lookup(uio);
+	heap = uio_heap_lookup(uio, false);
 	KUNIT_ASSERT_NOT_NULL(test, heap);
 	KUNIT_EXPECT_PTR_EQ(test, &pdev->dev, heap->dma_dev);
 	KUNIT_EXPECT_STREQ(test, dev_name(uio), dev_name(&heap->dev));
@@ -560,8 +603,9 @@ static struct kunit_case uio_heap_test_cases[] = {
 	KUNIT_CASE(uio_heap_test_lifecycle),
 	KUNIT_CASE(uio_heap_test_revoke),
 	KUNIT_CASE(uio_heap_test_revoke_dead_heap_alloc),
-	KUNIT_CASE(uio_heap_test_importer_quarantine),
-	KUNIT_CASE(uio_heap_test_vmap_quarantine),
+	KUNIT_CASE(uio_heap_test_importer_after_revoke),
+	KUNIT_CASE(uio_heap_test_vmap_after_revoke),
+	KUNIT_CASE(uio_heap_test_cached_node),
 	KUNIT_CASE(uio_heap_test_max_bytes),
 	KUNIT_CASE(uio_heap_test_concurrent),
 	KUNIT_CASE(uio_heap_test_fault_injection),

@@ -10,7 +10,8 @@
 #   UIOHEAP_BUDGET     seconds per size or figure (default 2)
 #   UIOHEAP_SIZES      cycle sizes (default: the bench's own)
 #   UIOHEAP_METHODS    cycle methods (default: all there are)
-#   UIOHEAP_CMP        also measure the 28-bit edu's heap as "cmp" (any value)
+#   UIOHEAP_CMP        heap measured as "cmp": "cached" (default) for the
+#                      same edu's uioN-cached, "edu28" for the other edu's
 #   UIOHEAP_MODPARAMS  insmod parameters for uio_heap.ko
 #   UIOHEAP_PROFILE    also profile 1 MiB cycles with ftrace (any value)
 set -eu
@@ -34,12 +35,16 @@ echo 0 >"/sys/class/uio_heap/$uio/max_bytes"
 set -- -h "$uio" -t "${UIOHEAP_BUDGET:-2}"
 [ -n "${UIOHEAP_SIZES:-}" ] && set -- "$@" -s "$(echo "$UIOHEAP_SIZES" | tr ' ' ,)"
 [ -n "${UIOHEAP_METHODS:-}" ] && set -- "$@" -m "$(echo "$UIOHEAP_METHODS" | tr ' ' ,)"
-if [ -n "${UIOHEAP_CMP:-}" ]; then
+case ${UIOHEAP_CMP:-cached} in
+cached)
+	echo 0 >"/sys/class/uio_heap/$uio-cached/max_bytes"
+	set -- "$@" -c "$uio-cached" ;;
+*)
 	# The CPU side is all that is measured: no DMA, so the mask can be 64.
 	cmp=${UIOHEAP_EDU28_UIO%% *}
 	echo 64 >"/sys/class/uio_heap/$cmp/dma_mask_bits"
-	set -- "$@" -c "$cmp"
-fi
+	set -- "$@" -c "$cmp" ;;
+esac
 
 rc=0
 # shellcheck disable=SC2086
@@ -51,7 +56,8 @@ rc=0
 # "@ profile METHOD CALLER>...>FUNCTION CALLS US SELF_US" per cycle (SELF:
 # not in traced callees); the tracer adds a few us per traced call, so
 # only the large figures mean much.
-profile_funcs="uio_heap_buffer_alloc uio_heap_release uio_heap_mmap uio_heap_vm_fault
+profile_funcs="uio_heap_buffer_alloc uio_heap_buffer_release uio_heap_mmap uio_heap_vm_fault
+vm_insert_pages dma_map_sgtable dma_unmap_sg_attrs iommu_dma_map_sg iommu_dma_unmap_sg
 system_heap_allocate system_heap_dma_buf_release system_heap_mmap
 dma_alloc_attrs dma_direct_alloc iommu_dma_alloc dma_free_attrs dma_direct_free
 iommu_dma_free __alloc_pages_noprof __free_pages dma_common_pages_remap vunmap

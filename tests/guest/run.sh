@@ -73,9 +73,13 @@ setup() {
 	insmod "$UIOHEAP_KO"
 	tap $? "insmod uio_heap"
 	for u in $UIOHEAP_EDU_UIO; do
-		[ -c /dev/dma_heap/$u ]
-		tap $? "heap node /dev/dma_heap/$u"
+		[ -c /dev/dma_heap/$u ] && [ -c /dev/dma_heap/$u-cached ]
+		tap $? "heap nodes /dev/dma_heap/$u and $u-cached"
 	done
+	if [ -d /sys/module/brd ]; then
+		[ -b /dev/ram0 ]
+		tap $? "RAM disk /dev/ram0 for the O_DIRECT tests"
+	fi
 	end_stream
 }
 suite setup setup
@@ -133,11 +137,12 @@ demo() {
 	end_stream
 }
 
-# Default order: the basic suite first, the others by name, the demo, and
+# Default order: the basic suite and the kernel's own dma-heap selftest
+# first, the others by name, the demo, and
 # last the lifetime suite, which unbinds devices and unloads the module.
 suites=${UIOHEAP_SUITES:-}
 if [ -z "$suites" ]; then
-	suites=uio_heap_test
+	suites="uio_heap_test dmabuf_heaps"
 	for t in uio_heap_*; do
 		case $t in uio_heap_test|uio_heap_lifetime|*.*) continue ;; esac
 		[ -x "$t" ] && suites="$suites $t"
@@ -147,6 +152,7 @@ fi
 for t in $suites; do
 	case $t in
 	demo) suite demo demo ;;
+	dmabuf_heaps) suite dmabuf_heaps ./dmabuf-heap ;;
 	*) suite "$t" "./$t" ;;
 	esac
 done

@@ -2,11 +2,14 @@
 /*
  * uio-heap userspace API
  *
- * A uio-heap node, /dev/dma_heap/uioN, is a DMA heap for the device that
- * does the DMA behind the UIO device uioN (its parent).  It answers
- * DMA_HEAP_IOCTL_ALLOC from <linux/dma-heap.h> exactly like the kernel's
- * dma-heap core, plus the ioctl below, which tells the owner of a buffer
- * the address its device has to be programmed with.
+ * The uio-heap nodes /dev/dma_heap/uioN and /dev/dma_heap/uioN-cached are
+ * DMA heaps for the device that does the DMA behind the UIO device uioN
+ * (its parent).  uioN's buffers need no cache maintenance for the device;
+ * uioN-cached's are always mapped cacheable, and DMA_BUF_IOCTL_SYNC does
+ * the cache maintenance for the device.  Both answer DMA_HEAP_IOCTL_ALLOC
+ * from <linux/dma-heap.h> exactly like the kernel's dma-heap core, plus
+ * the ioctl below, which tells the owner of a buffer the address its
+ * device has to be programmed with.
  */
 #ifndef _UAPI_LINUX_UIO_HEAP_H
 #define _UAPI_LINUX_UIO_HEAP_H

@@ -7,6 +7,9 @@
  *
  * These tests unbind and remove devices: run them after uio_heap_test.
  */
+#include <sys/uio.h>
+#include <linux/io_uring.h>
+
 #include "kselftest_harness.h"
 #include "common.h"
 
@@ -256,9 +259,106 @@ static int open_vgem(void)
 	return -1;
 }
 
-static unsigned long long quarantined_bytes(void)
+/* Memory of revoked buffers that still waits for its last user. */
+static unsigned long long revoked_bytes(void)
 {
-	return read_ull(UIO_HEAP_PARAMS "quarantined_bytes", 0);
+	return read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0);
+}
+
+/*
+ * Pages pinned through the CPU mapping before the device goes (here: a
+ * pipe holding vmsplice()d pages) are not freed under the pin: the data
+ * stays readable after the revoke and after every fd and mapping is gone.
+ */
+TEST_F(dev, pinned_pages_outlive_the_device)
+{
+	unsigned long long before;
+	unsigned char out[SZ_4K];
+	struct iovec iov;
+	unsigned char *p;
+	int heap, buf, pipefd[2];
+	size_t i;
+
+	heap = open(self->node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap);
+	before = revoked_bytes();
+	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	p = uioheap_map(buf, SZ_64K);
+	ASSERT_NE(NULL, p);
+	for (i = 0; i < SZ_64K; i++)
+		p[i] = i * 7 + 1;
+	ASSERT_EQ(0, pipe(pipefd));
+	iov = (struct iovec){ p + SZ_4K, 4 * SZ_4K };
+	ASSERT_EQ((ssize_t)(4 * SZ_4K), vmsplice(pipefd[1], &iov, 1, 0));
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
+	EXPECT_EQ(before + SZ_64K, revoked_bytes());
+	EXPECT_EQ(0, munmap(p, SZ_64K));
+	EXPECT_EQ(0, close(buf));
+	close(heap);
+	EXPECT_EQ(before, revoked_bytes());
+
+	/* The pipe still holds the pages, contents and all. */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ((ssize_t)SZ_4K, read(pipefd[0], out, SZ_4K));
+		EXPECT_EQ((unsigned char)((SZ_4K * (i + 1)) * 7 + 1), out[0]);
+		EXPECT_EQ((unsigned char)((SZ_4K * (i + 2) - 1) * 7 + 1),
+			  out[SZ_4K - 1]);
+	}
+	close(pipefd[0]);
+	close(pipefd[1]);
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
+	wait_heap_back(_metadata, self);
+}
+
+/* The same with the pages held by an io_uring buffer registration. */
+TEST_F(dev, io_uring_registration_outlives_the_device)
+{
+	struct io_uring_params params = { 0 };
+	unsigned long long before;
+	struct iovec iov;
+	unsigned char *p;
+	int ring, heap, buf, ret;
+
+	ring = syscall(__NR_io_uring_setup, 4, &params);
+	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
+	heap = open(self->node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap);
+	before = revoked_bytes();
+	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	p = uioheap_map(buf, SZ_64K);
+	ASSERT_NE(NULL, p);
+	memset(p, 0x77, SZ_64K);
+	iov = (struct iovec){ p, SZ_64K };
+	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
+		      &iov, 1);
+	if (ret && errno == EOPNOTSUPP) {
+		munmap(p, SZ_64K);
+		close(buf);
+		close(heap);
+		close(ring);
+		SKIP(return, "this io_uring refuses file-backed memory");
+	}
+	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
+	EXPECT_EQ(before + SZ_64K, revoked_bytes());
+	EXPECT_EQ(0, munmap(p, SZ_64K));
+	EXPECT_EQ(0, close(buf));
+	close(heap);
+	EXPECT_EQ(before, revoked_bytes());
+	/* Unpinning frees the pages now, and only now. */
+	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring,
+			     IORING_UNREGISTER_BUFFERS, NULL, 0));
+	close(ring);
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
+	wait_heap_back(_metadata, self);
 }
 
 /* An importer's mapping survives its exporter's device going away. */
@@ -294,7 +394,7 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	EXPECT_EQ(before, bytes);
 
 	/* Now with the importer's mapping held across an unbind. */
-	before = quarantined_bytes();
+	before = revoked_bytes();
 	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, buf);
 	p = uioheap_map(buf, SZ_64K);
@@ -305,13 +405,15 @@ TEST_F(dev, importer_mapped_when_device_goes)
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
 	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
-	EXPECT_EQ(before + SZ_64K, quarantined_bytes());
+	EXPECT_EQ(before + SZ_64K, revoked_bytes());
 
 	/* The importer lets go after the device went, then we do. */
 	gclose.handle = prime.handle;
 	EXPECT_EQ(0, ioctl(drm, VGEM_IOCTL_GEM_CLOSE, &gclose));
 	EXPECT_EQ(0, munmap((void *)p, SZ_64K));
 	EXPECT_EQ(0, close(buf));
+	/* Freed with its last user, not leaked. */
+	EXPECT_EQ(before, revoked_bytes());
 	close(heap);
 	close(drm);
 
