@@ -18,7 +18,6 @@
 #include <linux/delay.h>
 #include <linux/kernel.h>
 #include <linux/nospec.h>
-#include <linux/pci.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
@@ -388,8 +387,9 @@ static ssize_t buffers_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(buffers);
 
-static ssize_t iommu_show(struct device *dev, struct device_attribute *attr,
-			  char *buf)
+/* A word about the DMA device, while the heap still has it. */
+static ssize_t uio_heap_show_mode(struct device *dev, char *buf,
+				  const char *(*mode)(struct device *dma_dev))
 {
 	struct uio_heap *heap = to_uio_heap(dev);
 	ssize_t ret;
@@ -398,37 +398,22 @@ static ssize_t iommu_show(struct device *dev, struct device_attribute *attr,
 	if (heap->dead)
 		ret = -ENODEV;
 	else
-		ret = sysfs_emit(buf, "%s\n", uio_heap_iommu_mode(heap->dma_dev));
+		ret = sysfs_emit(buf, "%s\n", mode(heap->dma_dev));
 	up_read(&heap->sem);
 	return ret;
 }
+
+static ssize_t iommu_show(struct device *dev, struct device_attribute *attr,
+			  char *buf)
+{
+	return uio_heap_show_mode(dev, buf, uio_heap_iommu_mode);
+}
 static DEVICE_ATTR_RO(iommu);
 
-/*
- * What a revoke does to stop the device reaching its buffers: "iommu"
- * (unmapped, IOTLB invalidated), "bus-master" (PCI bus mastering off), or
- * "none": nothing can stop a platform device without an IOMMU, so its
- * memory is only freed when userspace lets go of it.
- */
 static ssize_t revoke_show(struct device *dev, struct device_attribute *attr,
 			   char *buf)
 {
-	struct uio_heap *heap = to_uio_heap(dev);
-	const char *how = "none";
-	ssize_t ret;
-
-	down_read(&heap->sem);
-	if (heap->dead) {
-		ret = -ENODEV;
-	} else {
-		if (uio_heap_translated(heap->dma_dev))
-			how = "iommu";
-		else if (dev_is_pci(heap->dma_dev))
-			how = "bus-master";
-		ret = sysfs_emit(buf, "%s\n", how);
-	}
-	up_read(&heap->sem);
-	return ret;
+	return uio_heap_show_mode(dev, buf, uio_heap_revoke_mode);
 }
 static DEVICE_ATTR_RO(revoke);
 

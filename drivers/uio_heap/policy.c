@@ -18,6 +18,7 @@
 #include <linux/mm.h>
 #include <linux/moduleparam.h>
 #include <linux/panic.h>
+#include <linux/pci.h>
 #include <linux/sizes.h>
 
 #include "uio_heap.h"
@@ -66,6 +67,22 @@ bool uio_heap_translated(struct device *dev)
 	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
 
 	return domain && iommu_is_dma_domain(domain);
+}
+
+/**
+ * uio_heap_revoke_mode() - what stops the device when its heap goes
+ * @dev:	the device doing the DMA
+ *
+ * Return: "iommu" (buffers unmapped, IOTLB invalidated), "bus-master" (PCI
+ * bus mastering off), or "none": nothing can stop a platform device
+ * without an IOMMU, so its memory is only freed when userspace lets go of
+ * it.  The value of the heap's ``revoke`` attribute.
+ */
+const char *uio_heap_revoke_mode(struct device *dev)
+{
+	if (uio_heap_translated(dev))
+		return "iommu";
+	return dev_is_pci(dev) ? "bus-master" : "none";
 }
 
 /**

@@ -128,6 +128,7 @@ extern atomic_long_t uio_heap_revoked_bytes;
 /* policy.c */
 const char *uio_heap_iommu_mode(struct device *dev);
 bool uio_heap_translated(struct device *dev);
+const char *uio_heap_revoke_mode(struct device *dev);
 int uio_heap_addr_permitted(struct device *dev);
 u64 uio_heap_default_max_bytes(void);
 long uio_heap_low_zone_charge(struct device *dev, size_t len);

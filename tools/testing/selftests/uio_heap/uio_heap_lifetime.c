@@ -266,6 +266,25 @@ static unsigned long long revoked_bytes(void)
 }
 
 /*
+ * Unbinds the device under a 64 KiB buffer whose pages something else
+ * holds, then lets go of the heap's side (mapping, buffer fd, heap fd):
+ * the mapping faults, and the buffer is counted in revoked_bytes exactly
+ * until its fd is closed.
+ */
+static void unbind_and_let_go(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(dev) *self, unsigned char *p,
+			      int buf, int heap, unsigned long long before)
+{
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
+	EXPECT_EQ(before + SZ_64K, revoked_bytes());
+	EXPECT_EQ(0, munmap(p, SZ_64K));
+	EXPECT_EQ(0, close(buf));
+	close(heap);
+	EXPECT_EQ(before, revoked_bytes());
+}
+
+/*
  * Pages pinned through the CPU mapping before the device goes (here: a
  * pipe holding vmsplice()d pages) are not freed under the pin: the data
  * stays readable after the revoke and after every fd and mapping is gone.
@@ -292,13 +311,7 @@ TEST_F(dev, pinned_pages_outlive_the_device)
 	iov = (struct iovec){ p + SZ_4K, 4 * SZ_4K };
 	ASSERT_EQ((ssize_t)(4 * SZ_4K), vmsplice(pipefd[1], &iov, 1, 0));
 
-	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
-	EXPECT_EQ(before + SZ_64K, revoked_bytes());
-	EXPECT_EQ(0, munmap(p, SZ_64K));
-	EXPECT_EQ(0, close(buf));
-	close(heap);
-	EXPECT_EQ(before, revoked_bytes());
+	unbind_and_let_go(_metadata, self, p, buf, heap, before);
 
 	/* The pipe still holds the pages, contents and all. */
 	for (i = 0; i < 4; i++) {
@@ -345,13 +358,7 @@ TEST_F(dev, io_uring_registration_outlives_the_device)
 	}
 	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
 
-	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
-	EXPECT_EQ(before + SZ_64K, revoked_bytes());
-	EXPECT_EQ(0, munmap(p, SZ_64K));
-	EXPECT_EQ(0, close(buf));
-	close(heap);
-	EXPECT_EQ(before, revoked_bytes());
+	unbind_and_let_go(_metadata, self, p, buf, heap, before);
 	/* Unpinning frees the pages now, and only now. */
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring,
 			     IORING_UNREGISTER_BUFFERS, NULL, 0));

@@ -218,8 +218,8 @@ TEST_F(zc, vmsplice_and_process_vm_readv)
 	/* process_vm_readv() reaches the pages through pin_user_pages_remote(). */
 	local = (struct iovec){ out, ZC_LEN };
 	remote = (struct iovec){ a.p, ZC_LEN };
-	EXPECT_EQ((ssize_t)ZC_LEN, process_vm_readv(getpid(), &local, 1,
-						     &remote, 1, 0))
+	EXPECT_EQ((ssize_t)ZC_LEN,
+		  process_vm_readv(getpid(), &local, 1, &remote, 1, 0))
 		TH_LOG("process_vm_readv: %s", strerror(errno));
 	EXPECT_TRUE(holds(out, ZC_LEN, 0x5911ce));
 
@@ -254,8 +254,10 @@ static int uring_read_fixed(int ring, const struct io_uring_params *p,
 	char *sq, *cq;
 	int ret = -EIO;
 
-	if (p->features & IORING_FEAT_SINGLE_MMAP)
-		sq_len = cq_len = sq_len > cq_len ? sq_len : cq_len;
+	if (p->features & IORING_FEAT_SINGLE_MMAP) {
+		sq_len = sq_len > cq_len ? sq_len : cq_len;
+		cq_len = sq_len;
+	}
 	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED, ring,
 		  IORING_OFF_SQ_RING);
 	cq = p->features & IORING_FEAT_SINGLE_MMAP ? sq :
