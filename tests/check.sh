@@ -96,9 +96,9 @@ host_checks() {
 	# From the kernel tree: inside this repo checkpatch takes the patch
 	# files for new files and flags their blank context lines.
 	msg=$(cd "$ksrc" && perl scripts/checkpatch.pl --strict --quiet \
-		--no-summary "$top"/drivers/dma-buf/patches/*.patch 2>&1) || true
+		--no-summary "$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1) || true
 	[ -z "$msg" ] && tap_line OK "checkpatch --strict (dma-buf patches)" || tap_line FAIL "checkpatch --strict (dma-buf patches)" "$msg"
-	msg=$(cd "$ksrc" && git apply --check "$top"/drivers/dma-buf/patches/*.patch 2>&1) &&
+	msg=$(cd "$ksrc" && git apply --check "$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1) &&
 		tap_line OK "dma-buf patches apply to linux-source-6.12" ||
 		tap_line FAIL "dma-buf patches apply to linux-source-6.12" "$msg"
 
@@ -215,7 +215,8 @@ if [ -n "$debug" ]; then
 	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-${UIOHEAP_IOMMU_MODES:-off on}}; do
 		vm_bg patched-debug "$(kseries "$debug_kver")-debug-$iommu" "$debug/bzImage" \
 			"$debug_kver" "$debug/mods/lib/modules/$debug_kver" "$iommu" \
-			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq" "patched=1,vgem=0" \
+			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq --kmod vgem" \
+			"patched=1,vgem=1" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
 	done

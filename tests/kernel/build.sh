@@ -16,7 +16,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 frag=$top/tests/kernel/debug.config
-patches=("$top"/drivers/dma-buf/patches/*.patch)
+patches=("$top"/drivers/dma-buf/patches/000[1-9]-*.patch)
 srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
 key=$( { echo "$srcver"; cat "${patches[@]}" "$frag" "$0"; } | sha256sum | cut -c1-16)
 dest=$cache/kernel-6.12-$key
