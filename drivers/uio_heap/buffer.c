@@ -17,7 +17,6 @@
  * mapping, and a later fault sees the revoked flag and gets SIGBUS.
  */
 #include <linux/dma-buf.h>
-#include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
 #include <linux/iommu.h>
 #include <linux/iosys-map.h>
@@ -64,9 +63,9 @@ EXPORT_SYMBOL_IF_KUNIT(uio_heap_is_buffer);
  */
 static pgprot_t uio_heap_pgprot(struct uio_heap_buffer *buf, pgprot_t prot)
 {
-	if (!buf->heap->cached && !dev_is_dma_coherent(buf->heap->dma_dev))
-		return pgprot_dmacoherent(prot);
-	return prot;
+	if (buf->heap->cached)
+		return prot;
+	return uio_heap_coherent_pgprot(buf->heap->dma_dev, prot);
 }
 
 /* The pages as a table @dev may map: no segment beyond what it takes. */
@@ -339,19 +338,6 @@ static void uio_heap_dma_unmap(struct uio_heap_buffer *buf)
 			  DMA_ATTR_SKIP_CPU_SYNC);
 }
 
-/*
- * In lazy (flush-queue) mode the IOMMU unmaps without invalidating the
- * IOTLB, which would let the device reach pages after they are freed.
- * The mode can change at run time, so any DMA-API domain is flushed.
- */
-static void uio_heap_iotlb_sync(struct device *dev)
-{
-	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
-
-	if (domain && iommu_is_dma_domain(domain))
-		iommu_flush_iotlb_all(domain);
-}
-
 /* Drops uio-heap's references; a page pinned elsewhere lives on until unpinned. */
 static void uio_heap_free_pages(struct uio_heap_buffer *buf)
 {
@@ -362,14 +348,6 @@ static void uio_heap_free_pages(struct uio_heap_buffer *buf)
 			put_page(buf->pages[i]);
 	kvfree(buf->pages);
 	uio_heap_low_zone_uncharge(buf->low_zone);
-}
-
-static void uio_heap_unaccount(struct uio_heap *heap, size_t size)
-{
-	spin_lock(&heap->lock);
-	heap->allocated_bytes -= size;
-	heap->nr_buffers--;
-	spin_unlock(&heap->lock);
 }
 
 /* The last user has gone: nothing maps the pages for any device any more. */
@@ -388,7 +366,7 @@ static void uio_heap_buffer_release(struct dma_buf *dmabuf)
 	spin_lock(&heap->lock);
 	list_del(&buf->node);
 	spin_unlock(&heap->lock);
-	uio_heap_unaccount(heap, buf->size);
+	uio_heap_uncharge(heap, buf->size, false);
 	up_read(&heap->sem);
 
 	sg_free_table(&buf->sgt);
@@ -437,23 +415,6 @@ static const struct dma_buf_ops uio_heap_buf_ops = {
 	.get_dma_addr = uio_heap_get_dma_addr,
 #endif
 };
-
-/* Reserve @len bytes against the heap's limit. */
-static int uio_heap_account(struct uio_heap *heap, size_t len)
-{
-	int ret = 0;
-
-	spin_lock(&heap->lock);
-	if (heap->max_bytes && (len > heap->max_bytes ||
-				heap->allocated_bytes > heap->max_bytes - len)) {
-		ret = -ENOSPC;
-	} else {
-		heap->allocated_bytes += len;
-		heap->nr_buffers++;
-	}
-	spin_unlock(&heap->lock);
-	return ret;
-}
 
 /* Hands out the 2^@order pages at @page as @n order-0 pages, frees the rest. */
 static void uio_heap_take_pages(struct page **pages, struct page *page,
@@ -539,17 +500,11 @@ static int uio_heap_alloc_contiguous(struct uio_heap_buffer *buf, gfp_t gfp,
 	return -ENOMEM;
 }
 
-/*
- * Maps the pages for the heap's device and checks the DMA API's answer:
- * one range below the mask, and not bounced through swiotlb (the device
- * would then reach a copy, not the buffer).
- */
-static int uio_heap_dma_map(struct uio_heap_buffer *buf, u64 mask)
+/* Maps the pages for the heap's device, which must see them as one range. */
+static int uio_heap_dma_map(struct uio_heap_buffer *buf)
 {
 	struct device *dev = buf->heap->dma_dev;
-	struct scatterlist *sg;
-	dma_addr_t next;
-	int ret, i;
+	int ret;
 
 	ret = uio_heap_sgt_alloc(&buf->sgt, buf, dev);
 	if (ret)
@@ -559,22 +514,9 @@ static int uio_heap_dma_map(struct uio_heap_buffer *buf, u64 mask)
 	if (ret)
 		goto free_table;
 
-	buf->dma_addr = sg_dma_address(buf->sgt.sgl);
-	next = buf->dma_addr;
-	for_each_sgtable_dma_sg(&buf->sgt, sg, i) {
-		if (sg_dma_address(sg) != next)
-			goto unexpected;
-		next += sg_dma_len(sg);
-	}
-	if (next - buf->dma_addr != buf->size || next - 1 > mask)
-		goto unexpected;
-	/* dma-direct on a coherent device syncs only what it bounced. */
-	if (!uio_heap_translated(dev) && dev_is_dma_coherent(dev) &&
-	    dma_need_sync(dev, buf->dma_addr))
-		goto unexpected;
-	return 0;
+	if (!uio_heap_dma_range(dev, &buf->sgt, buf->size, &buf->dma_addr))
+		return 0;
 
-unexpected:
 	dev_err_ratelimited(&buf->heap->dev,
 			    "DMA API mapped %zu bytes at %pad: not one range below the mask, or bounced\n",
 			    buf->size, &buf->dma_addr);
@@ -624,7 +566,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	}
 	mask = dma_get_mask(heap->dma_dev);
 
-	ret = uio_heap_account(heap, len);
+	ret = uio_heap_charge(heap, len, false);
 	if (ret)
 		goto unlock;
 
@@ -658,7 +600,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	if (ret)
 		goto free_pages;
 
-	ret = uio_heap_dma_map(buf, mask);
+	ret = uio_heap_dma_map(buf);
 	if (ret)
 		goto free_pages;
 
@@ -700,7 +642,7 @@ free_buf:
 	mutex_destroy(&buf->lock);
 	kfree(buf);
 unaccount:
-	uio_heap_unaccount(heap, len);
+	uio_heap_uncharge(heap, len, false);
 unlock:
 	up_read(&heap->sem);
 	return ERR_PTR(ret);

@@ -36,13 +36,27 @@ static struct uio_heap *to_uio_heap(struct device *dev)
 	return container_of(dev, struct uio_heap, dev);
 }
 
-static int uio_heap_open(struct inode *inode, struct file *file)
+static int uio_heap_file_open(struct inode *inode, struct file *file)
 {
-	struct uio_heap *heap = container_of(inode->i_cdev, struct uio_heap,
-					     cdev);
+	struct uio_heap_file *hf;
 
-	file->private_data = heap;
+	hf = kzalloc(sizeof(*hf), GFP_KERNEL_ACCOUNT);
+	if (!hf)
+		return -ENOMEM;
+	hf->heap = container_of(inode->i_cdev, struct uio_heap, cdev);
+	xa_init_flags(&hf->imports, XA_FLAGS_ALLOC1);
+	file->private_data = hf;
 	return nonseekable_open(inode, file);
+}
+
+static int uio_heap_file_release(struct inode *inode, struct file *file)
+{
+	struct uio_heap_file *hf = file->private_data;
+
+	uio_heap_unimport_all(hf);
+	xa_destroy(&hf->imports);
+	kfree(hf);
+	return 0;
 }
 
 /**
@@ -71,6 +85,50 @@ int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_check_alloc);
+
+/**
+ * uio_heap_charge() - reserve bytes of the heap's max_bytes
+ * @heap:	the heap
+ * @len:	bytes of a buffer, or of an imported buffer if @import
+ * @import:	count an import rather than a buffer
+ *
+ * Buffers and imports share the limit.
+ *
+ * Return: 0, or -ENOSPC beyond max_bytes.
+ */
+int uio_heap_charge(struct uio_heap *heap, size_t len, bool import)
+{
+	int ret = 0;
+
+	spin_lock(&heap->lock);
+	if (heap->max_bytes &&
+	    (len > heap->max_bytes ||
+	     heap->allocated_bytes + heap->imported_bytes > heap->max_bytes - len)) {
+		ret = -ENOSPC;
+	} else if (import) {
+		heap->imported_bytes += len;
+		heap->nr_imports++;
+	} else {
+		heap->allocated_bytes += len;
+		heap->nr_buffers++;
+	}
+	spin_unlock(&heap->lock);
+	return ret;
+}
+
+/* Gives back what uio_heap_charge() reserved. */
+void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import)
+{
+	spin_lock(&heap->lock);
+	if (import) {
+		heap->imported_bytes -= len;
+		heap->nr_imports--;
+	} else {
+		heap->allocated_bytes -= len;
+		heap->nr_buffers--;
+	}
+	spin_unlock(&heap->lock);
+}
 
 static struct dma_buf *uio_heap_ioctl_allocate(struct uio_heap *heap,
 					       struct dma_heap_allocation_data *data)
@@ -182,13 +240,50 @@ static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
 	return 0;
 }
 
+static long uio_heap_ioctl_import(struct uio_heap_file *hf, void __user *uarg)
+{
+	struct uio_heap_import_data arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved)
+		return -EINVAL;
+	ret = uio_heap_import(hf, &arg);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		uio_heap_unimport(hf, arg.handle);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long uio_heap_ioctl_unimport(struct uio_heap_file *hf, void __user *uarg)
+{
+	struct uio_heap_unimport_data arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags)
+		return -EINVAL;
+	return uio_heap_unimport(hf, arg.handle);
+}
+
 static long uio_heap_ioctl(struct file *file, unsigned int cmd,
 			   unsigned long arg)
 {
-	struct uio_heap *heap = file->private_data;
+	struct uio_heap_file *hf = file->private_data;
+	struct uio_heap *heap = hf->heap;
 
-	if (cmd == UIO_HEAP_IOCTL_GET_DMA_ADDR)
+	switch (cmd) {
+	case UIO_HEAP_IOCTL_GET_DMA_ADDR:
 		return uio_heap_ioctl_get_dma_addr(heap, (void __user *)arg);
+	case UIO_HEAP_IOCTL_IMPORT:
+		return uio_heap_ioctl_import(hf, (void __user *)arg);
+	case UIO_HEAP_IOCTL_UNIMPORT:
+		return uio_heap_ioctl_unimport(hf, (void __user *)arg);
+	}
 
 	/*
 	 * Everything else goes the dma-heap core's way: it looks commands up
@@ -202,7 +297,8 @@ static long uio_heap_ioctl(struct file *file, unsigned int cmd,
 
 static const struct file_operations uio_heap_fops = {
 	.owner = THIS_MODULE,
-	.open = uio_heap_open,
+	.open = uio_heap_file_open,
+	.release = uio_heap_file_release,
 	.unlocked_ioctl = uio_heap_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };
@@ -241,13 +337,13 @@ static ssize_t dma_mask_bits_show(struct device *dev,
  * Context: the device lock of @heap->dma_dev held.
  * Return: 0, -EINVAL for a width out of range, -EIO if the platform cannot
  * honour the mask, -EBUSY if another UIO device shares the parent or a buffer
- * lies beyond the new mask, -ENODEV if the device has gone, -EAGAIN if the
- * heaps are being removed (try again).
+ * lies beyond the new mask, -ENODEV if the heap is being removed or gone.
  */
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 {
 	struct uio_heap *other, *sibling = NULL;
 	struct uio_heap_buffer *buf;
+	bool listed = false;
 	u64 mask;
 	int ret = 0;
 
@@ -256,15 +352,10 @@ int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 		return -EINVAL;
 	mask = DMA_BIT_MASK(bits);
 
-	/* Module unload holds it and waits for this store to finish. */
-	if (!mutex_trylock(&uio_heap_list_lock))
-		return -EAGAIN;
+	mutex_lock(&uio_heap_list_lock);
 	down_write(&heap->sem);
-	if (heap->dead) {
-		ret = -ENODEV;
-		goto unlock;
-	}
 	list_for_each_entry(other, &uio_heap_list, node) {
+		listed |= other == heap;
 		if (other == heap || other->dma_dev != heap->dma_dev)
 			continue;
 		if (other->uio_dev != heap->uio_dev) {
@@ -272,6 +363,11 @@ int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 			goto unlock;
 		}
 		sibling = other;
+	}
+	/* Off the list: being destroyed (or gone), with its sibling. */
+	if (!listed) {
+		ret = -ENODEV;
+		goto unlock;
 	}
 	/*
 	 * Allocations hold their heap's sem: with both held, the buffer lists
@@ -311,21 +407,16 @@ static ssize_t dma_mask_bits_store(struct device *dev,
 	if (ret)
 		return ret;
 	/*
-	 * Unbinding the parent holds its lock, and unloading the module the
-	 * heap list's, while removing this file, which waits for us: try,
-	 * and restart the write a little later if either is taken.
+	 * Unbinding the parent holds its lock while removing this file, which
+	 * waits for us: try, and restart the write a little later.
 	 */
-	if (!device_trylock(heap->dma_dev))
-		goto restart;
+	if (!device_trylock(heap->dma_dev)) {
+		usleep_range(5000, 10000);
+		return restart_syscall();
+	}
 	ret = uio_heap_set_mask_bits(heap, bits);
 	device_unlock(heap->dma_dev);
-	if (ret == -EAGAIN)
-		goto restart;
 	return ret ? ret : count;
-
-restart:
-	usleep_range(5000, 10000);
-	return restart_syscall();
 }
 static DEVICE_ATTR_RW(dma_mask_bits);
 
@@ -361,31 +452,53 @@ static ssize_t max_bytes_store(struct device *dev,
 }
 static DEVICE_ATTR_RW(max_bytes);
 
+/* A counter of the heap, read under its lock. */
+static ssize_t uio_heap_show_counter(struct uio_heap *heap, char *buf,
+				     const u64 *counter)
+{
+	u64 val;
+
+	spin_lock(&heap->lock);
+	val = *counter;
+	spin_unlock(&heap->lock);
+	return sysfs_emit(buf, "%llu\n", val);
+}
+
 static ssize_t allocated_bytes_show(struct device *dev,
 				    struct device_attribute *attr, char *buf)
 {
 	struct uio_heap *heap = to_uio_heap(dev);
-	u64 val;
 
-	spin_lock(&heap->lock);
-	val = heap->allocated_bytes;
-	spin_unlock(&heap->lock);
-	return sysfs_emit(buf, "%llu\n", val);
+	return uio_heap_show_counter(heap, buf, &heap->allocated_bytes);
 }
 static DEVICE_ATTR_RO(allocated_bytes);
 
-static ssize_t buffers_show(struct device *dev,
-			    struct device_attribute *attr, char *buf)
+static ssize_t buffers_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
 {
 	struct uio_heap *heap = to_uio_heap(dev);
-	unsigned int val;
 
-	spin_lock(&heap->lock);
-	val = heap->nr_buffers;
-	spin_unlock(&heap->lock);
-	return sysfs_emit(buf, "%u\n", val);
+	return uio_heap_show_counter(heap, buf, &heap->nr_buffers);
 }
 static DEVICE_ATTR_RO(buffers);
+
+static ssize_t imported_bytes_show(struct device *dev,
+				   struct device_attribute *attr, char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+
+	return uio_heap_show_counter(heap, buf, &heap->imported_bytes);
+}
+static DEVICE_ATTR_RO(imported_bytes);
+
+static ssize_t imports_show(struct device *dev, struct device_attribute *attr,
+			    char *buf)
+{
+	struct uio_heap *heap = to_uio_heap(dev);
+
+	return uio_heap_show_counter(heap, buf, &heap->nr_imports);
+}
+static DEVICE_ATTR_RO(imports);
 
 /* A word about the DMA device, while the heap still has it. */
 static ssize_t uio_heap_show_mode(struct device *dev, char *buf,
@@ -424,6 +537,8 @@ static struct attribute *uio_heap_attrs[] = {
 	&dev_attr_max_bytes.attr,
 	&dev_attr_allocated_bytes.attr,
 	&dev_attr_buffers.attr,
+	&dev_attr_imported_bytes.attr,
+	&dev_attr_imports.attr,
 	NULL
 };
 ATTRIBUTE_GROUPS(uio_heap);
@@ -497,6 +612,7 @@ static int uio_heap_add(struct device *dma_dev, struct device *uio_dev,
 	init_rwsem(&heap->sem);
 	spin_lock_init(&heap->lock);
 	INIT_LIST_HEAD(&heap->buffers);
+	INIT_LIST_HEAD(&heap->imports);
 
 	/* From here on, put_device() frees everything. */
 	device_initialize(&heap->dev);
@@ -535,6 +651,7 @@ put_heap:
  */
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 {
+	struct uio_heap *heap = NULL;
 	int ret = 0;
 
 	/*
@@ -553,10 +670,14 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 	if (ret)
 		goto unlock;
 	ret = uio_heap_add(dma_dev, uio_dev, true);
-	if (ret)
-		uio_heap_destroy(uio_heap_find(uio_dev, false));
+	if (ret) {
+		heap = uio_heap_find(uio_dev, false);
+		list_del(&heap->node);
+	}
 unlock:
 	mutex_unlock(&uio_heap_list_lock);
+	if (ret && heap)
+		uio_heap_destroy(heap);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_create);
@@ -565,17 +686,17 @@ EXPORT_SYMBOL_IF_KUNIT(uio_heap_create);
  * Takes the heap away: no new opens or allocations, every buffer revoked
  * while @heap->dma_dev is still bound and present.  Open files keep the
  * struct alive (through the cdev's reference to @heap->dev) and see -ENODEV.
+ * The heap is off the list already: revoking waits for allocations in
+ * progress, and other devices' heaps must not wait with it.
  */
 static void uio_heap_destroy(struct uio_heap *heap)
 {
-	lockdep_assert_held(&uio_heap_list_lock);
-
-	list_del(&heap->node);
 	cdev_device_del(&heap->cdev, &heap->dev);
 
 	down_write(&heap->sem);
 	heap->dead = true;
 	uio_heap_revoke_buffers(heap);
+	uio_heap_revoke_imports(heap);
 	if (heap->mask_changed) {
 		dma_set_mask(heap->dma_dev, heap->orig_mask);
 		dma_set_coherent_mask(heap->dma_dev, heap->orig_coherent_mask);
@@ -594,12 +715,16 @@ static void uio_heap_destroy(struct uio_heap *heap)
 void uio_heap_remove_for(struct device *dma_dev)
 {
 	struct uio_heap *heap, *tmp;
+	LIST_HEAD(gone);
 
 	mutex_lock(&uio_heap_list_lock);
 	list_for_each_entry_safe(heap, tmp, &uio_heap_list, node)
 		if (heap->dma_dev == dma_dev)
-			uio_heap_destroy(heap);
+			list_move_tail(&heap->node, &gone);
 	mutex_unlock(&uio_heap_list_lock);
+
+	list_for_each_entry_safe(heap, tmp, &gone, node)
+		uio_heap_destroy(heap);
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_remove_for);
 
@@ -609,9 +734,12 @@ EXPORT_SYMBOL_IF_KUNIT(uio_heap_remove_for);
 void uio_heap_remove_all(void)
 {
 	struct uio_heap *heap, *tmp;
+	LIST_HEAD(gone);
 
 	mutex_lock(&uio_heap_list_lock);
-	list_for_each_entry_safe(heap, tmp, &uio_heap_list, node)
-		uio_heap_destroy(heap);
+	list_splice_init(&uio_heap_list, &gone);
 	mutex_unlock(&uio_heap_list_lock);
+
+	list_for_each_entry_safe(heap, tmp, &gone, node)
+		uio_heap_destroy(heap);
 }

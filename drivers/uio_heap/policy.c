@@ -13,6 +13,7 @@
  * without an IOMMU reaches all memory whatever its user knows.)
  */
 #include <linux/capability.h>
+#include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
 #include <linux/iommu.h>
 #include <linux/mm.h>
@@ -67,6 +68,72 @@ bool uio_heap_translated(struct device *dev)
 	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
 
 	return domain && iommu_is_dma_domain(domain);
+}
+
+/**
+ * uio_heap_iotlb_sync() - make unmappings for a device take effect now
+ * @dev:	the device
+ *
+ * In lazy (flush-queue) mode the IOMMU unmaps without invalidating the
+ * IOTLB, which would let the device reach pages after they are freed.
+ * The mode can change at run time, so any DMA-API domain is flushed.
+ */
+void uio_heap_iotlb_sync(struct device *dev)
+{
+	struct iommu_domain *domain = iommu_get_domain_for_dev(dev);
+
+	if (domain && iommu_is_dma_domain(domain))
+		iommu_flush_iotlb_all(domain);
+}
+
+/*
+ * <linux/dma-map-ops.h> is meant for DMA-ops implementers, but only it says
+ * whether a device snoops CPU caches (dev_is_dma_coherent()) and how the
+ * DMA API maps coherent memory for one that does not.  (The CMA heap
+ * includes it too, for its CMA area.)  Only this file uses it.
+ *
+ * How the CPU maps memory that @dev sees without cache maintenance:
+ */
+pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot)
+{
+	return dev_is_dma_coherent(dev) ? prot : pgprot_dmacoherent(prot);
+}
+
+/**
+ * uio_heap_dma_range() - check that a device reaches a mapped table as one range
+ * @dev:	the device the table was mapped for
+ * @sgt:	the mapped table
+ * @size:	the bytes it maps
+ * @addr:	out: the range's first address
+ *
+ * The DMA API may map pages in several ranges (no IOMMU, scattered pages)
+ * or bounce them through swiotlb, and the device would then reach a copy,
+ * not the buffer.  Neither can be given to userspace as one address.
+ *
+ * Return: 0 if @dev reaches all @size bytes from @addr on, below its mask;
+ * -ERANGE otherwise.
+ */
+int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
+		       dma_addr_t *addr)
+{
+	struct scatterlist *sg;
+	dma_addr_t next;
+	int i;
+
+	*addr = sg_dma_address(sgt->sgl);
+	next = *addr;
+	for_each_sgtable_dma_sg(sgt, sg, i) {
+		if (sg_dma_address(sg) != next)
+			return -ERANGE;
+		next += sg_dma_len(sg);
+	}
+	if (next - *addr != size || next - 1 > dma_get_mask(dev))
+		return -ERANGE;
+	/* dma-direct on a coherent device syncs only what it bounced. */
+	if (!uio_heap_translated(dev) && dev_is_dma_coherent(dev) &&
+	    dma_need_sync(dev, *addr))
+		return -ERANGE;
+	return 0;
 }
 
 /**

@@ -14,8 +14,11 @@
 #include <linux/scatterlist.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/xarray.h>
 
 struct dma_buf;
+struct dma_buf_attachment;
+struct uio_heap_import_data;
 
 /**
  * struct uio_heap - a DMA heap bound to one UIO device
@@ -36,7 +39,10 @@ struct dma_buf;
  * @buffers:		live buffers of this heap
  * @allocated_bytes:	sum of the sizes of @buffers (and of reservations)
  * @nr_buffers:		number of @buffers
- * @max_bytes:		limit for @allocated_bytes, 0 for none
+ * @max_bytes:		limit for @allocated_bytes + @imported_bytes, 0 for none
+ * @imports:		imports mapped for @dma_dev
+ * @imported_bytes:	sum of their sizes
+ * @nr_imports:		number of @imports
  */
 struct uio_heap {
 	struct device dev;
@@ -55,8 +61,42 @@ struct uio_heap {
 	spinlock_t lock;		/* @buffers, counters */
 	struct list_head buffers;
 	u64 allocated_bytes;
-	unsigned int nr_buffers;
+	u64 nr_buffers;
 	u64 max_bytes;
+	struct list_head imports;
+	u64 imported_bytes;
+	u64 nr_imports;
+};
+
+/**
+ * struct uio_heap_file - an open heap node
+ * @heap:	the heap
+ * @imports:	the imports it made, by handle
+ */
+struct uio_heap_file {
+	struct uio_heap *heap;
+	struct xarray imports;
+};
+
+/**
+ * struct uio_heap_import - a dma-buf of another exporter mapped for the heap's device
+ * @heap:	the heap whose device it is mapped for
+ * @node:	entry in @heap->imports while mapped, under @heap->lock
+ * @dmabuf:	the imported dma-buf, referenced while mapped; NULL after
+ *		release or revocation
+ * @attach:	its attachment to @heap->dma_dev
+ * @sgt:	its mapping for @heap->dma_dev
+ * @dma_addr:	the one range @heap->dma_dev reaches it at
+ * @size:	its size in bytes
+ */
+struct uio_heap_import {
+	struct uio_heap *heap;
+	struct list_head node;
+	struct dma_buf *dmabuf;
+	struct dma_buf_attachment *attach;
+	struct sg_table *sgt;
+	dma_addr_t dma_addr;
+	size_t size;
 };
 
 /**
@@ -111,6 +151,8 @@ struct dma_heap_allocation_data;
 int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 			 size_t *len);
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits);
+int uio_heap_charge(struct uio_heap *heap, size_t len, bool import);
+void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import);
 struct uio_heap *uio_heap_lookup(struct device *uio_dev, bool cached);
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev);
 void uio_heap_remove_for(struct device *dma_dev);
@@ -125,10 +167,20 @@ void uio_heap_revoke_buffers(struct uio_heap *heap);
 bool uio_heap_is_buffer(const struct dma_buf *dmabuf);
 extern atomic_long_t uio_heap_revoked_bytes;
 
+/* import.c */
+int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg);
+int uio_heap_unimport(struct uio_heap_file *hf, u32 handle);
+void uio_heap_unimport_all(struct uio_heap_file *hf);
+void uio_heap_revoke_imports(struct uio_heap *heap);
+
 /* policy.c */
 const char *uio_heap_iommu_mode(struct device *dev);
 bool uio_heap_translated(struct device *dev);
+void uio_heap_iotlb_sync(struct device *dev);
 const char *uio_heap_revoke_mode(struct device *dev);
+int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
+		       dma_addr_t *addr);
+pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot);
 int uio_heap_addr_permitted(struct device *dev);
 u64 uio_heap_default_max_bytes(void);
 long uio_heap_low_zone_charge(struct device *dev, size_t len);

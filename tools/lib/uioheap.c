@@ -82,6 +82,25 @@ int uioheap_sync(int buf_fd, int start, int write)
 	return ioctl(buf_fd, DMA_BUF_IOCTL_SYNC, &sync) < 0 ? -errno : 0;
 }
 
+int uioheap_import(int heap_fd, int dmabuf_fd, uint64_t *addr, uint64_t *size)
+{
+	struct uio_heap_import_data data = { .fd = dmabuf_fd };
+
+	if (ioctl(heap_fd, UIO_HEAP_IOCTL_IMPORT, &data) < 0)
+		return -errno;
+	*addr = data.dma_addr;
+	if (size)
+		*size = data.size;
+	return data.handle;
+}
+
+int uioheap_unimport(int heap_fd, int handle)
+{
+	struct uio_heap_unimport_data data = { .handle = handle };
+
+	return ioctl(heap_fd, UIO_HEAP_IOCTL_UNIMPORT, &data) < 0 ? -errno : 0;
+}
+
 static int uioheap_sysfs_path(char *path, size_t size, const char *uio_name,
 			      const char *attr)
 {

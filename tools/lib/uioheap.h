@@ -41,6 +41,17 @@ void *uioheap_map(int buf_fd, size_t len);
 /* DMA_BUF_IOCTL_SYNC around CPU access: @start 1 to begin, 0 to end. */
 int uioheap_sync(int buf_fd, int start, int write);
 
+/*
+ * Imports the dma-buf @dmabuf_fd, from any exporter, for the heap's device:
+ * returns the import's handle (> 0) and fills @addr with the address the
+ * device reaches the whole buffer at and @size (may be NULL) with its
+ * size.  Held until uioheap_unimport() or until @heap_fd is closed.
+ */
+int uioheap_import(int heap_fd, int dmabuf_fd, uint64_t *addr, uint64_t *size);
+
+/* Releases an import of @heap_fd. */
+int uioheap_unimport(int heap_fd, int handle);
+
 /* Reads /sys/class/uio_heap/<uio_name>/<attr> as a number. */
 int uioheap_sysfs_read(const char *uio_name, const char *attr,
 		       unsigned long long *val);

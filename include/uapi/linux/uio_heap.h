@@ -8,8 +8,9 @@
  * uioN-cached's are always mapped cacheable, and DMA_BUF_IOCTL_SYNC does
  * the cache maintenance for the device.  Both answer DMA_HEAP_IOCTL_ALLOC
  * from <linux/dma-heap.h> exactly like the kernel's dma-heap core, plus
- * the ioctl below, which tells the owner of a buffer the address its
- * device has to be programmed with.
+ * the ioctls below: one tells the owner of a buffer the address its
+ * device has to be programmed with, two import a dma-buf of any other
+ * exporter for the device and release it.
  */
 #ifndef _UAPI_LINUX_UIO_HEAP_H
 #define _UAPI_LINUX_UIO_HEAP_H
@@ -63,6 +64,66 @@ struct uio_heap_dma_addr {
  */
 #define UIO_HEAP_IOCTL_GET_DMA_ADDR	_IOWR(UIO_HEAP_IOC_MAGIC, 0x40, \
 					      struct uio_heap_dma_addr)
+
+/* No flags are defined yet. */
+#define UIO_HEAP_VALID_IMPORT_FLAGS	(0U)
+
+/**
+ * struct uio_heap_import_data - argument of UIO_HEAP_IOCTL_IMPORT
+ * @fd:		in: a dma-buf fd from any exporter
+ * @flags:	in: must be 0
+ * @handle:	out: names the import for UIO_HEAP_IOCTL_UNIMPORT; never 0
+ * @reserved:	must be 0
+ * @dma_addr:	out: the buffer's address for the heap's device
+ * @size:	out: the buffer's size in bytes
+ */
+struct uio_heap_import_data {
+	__u32 fd;
+	__u32 flags;
+	__u32 handle;
+	__u32 reserved;
+	__u64 dma_addr;
+	__u64 size;
+};
+
+/**
+ * struct uio_heap_unimport_data - argument of UIO_HEAP_IOCTL_UNIMPORT
+ * @handle:	in: an import of the heap fd the ioctl is issued on
+ * @flags:	in: must be 0
+ */
+struct uio_heap_unimport_data {
+	__u32 handle;
+	__u32 flags;
+};
+
+/**
+ * DOC: UIO_HEAP_IOCTL_IMPORT - map a dma-buf of any exporter for the device
+ *
+ * Takes a &struct uio_heap_import_data: the dma-buf is attached and mapped
+ * for the heap's device, held until UIO_HEAP_IOCTL_UNIMPORT, the close of
+ * the heap fd that imported it, or the device's removal (then it is
+ * unmapped, and the exporter gets its buffer back, while the device still
+ * exists).  Fills in @handle, and @dma_addr and @size: the device reaches
+ * the whole buffer from @dma_addr on.  Imports count against the heap's
+ * max_bytes.  Errors: EBADF if @fd is not open, EINVAL if it is not a
+ * dma-buf or @flags or @reserved are not 0, ERANGE if the device cannot
+ * reach the buffer as one range below its DMA mask (without an IOMMU:
+ * scattered pages, or a mask that does not cover all memory), ENOSPC
+ * beyond max_bytes, EPERM as for UIO_HEAP_IOCTL_GET_DMA_ADDR, ENODEV once
+ * the device has gone, or an error of the exporter.
+ */
+#define UIO_HEAP_IOCTL_IMPORT		_IOWR(UIO_HEAP_IOC_MAGIC, 0x41, \
+					      struct uio_heap_import_data)
+
+/**
+ * DOC: UIO_HEAP_IOCTL_UNIMPORT - release an import
+ *
+ * Takes a &struct uio_heap_unimport_data.  The device must no longer use
+ * the address.  Works after the device has gone too.  Errors: ENOENT if
+ * the heap fd holds no import @handle, EINVAL for unknown @flags.
+ */
+#define UIO_HEAP_IOCTL_UNIMPORT		_IOW(UIO_HEAP_IOC_MAGIC, 0x42, \
+					     struct uio_heap_unimport_data)
 
 /**
  * DOC: DMA_BUF_IOCTL_GET_DMA_ADDR - DMA address, asked of the dma-buf itself

@@ -40,6 +40,7 @@
 
 #include <linux/dma-buf.h>
 #include <linux/dma-heap.h>
+#include <linux/udmabuf.h>
 #include <linux/uio_heap.h>
 
 #include "lib/edu.h"
@@ -652,6 +653,105 @@ static inline int replug_pci(const char *pci, char *uio, size_t size)
 	if (wait_path(path, true, 2000) < 0)
 		write_str(UIO_PCI_GENERIC "/bind", pci);
 	return wait_heap_of(pci, uio, size, 5000) < 0 ? -1 : 0;
+}
+
+/*
+ * vgem imports a dma-buf the way a real DRM driver does (attach, then map
+ * the attachment for its own device, held until the GEM handle is closed)
+ * and exports dumb buffers of its own.  The uAPI structs are spelled out:
+ * no libdrm headers needed.
+ */
+struct vgem_prime_handle {
+	__u32 handle;
+	__u32 flags;
+	__s32 fd;
+};
+
+struct vgem_gem_close {
+	__u32 handle;
+	__u32 pad;
+};
+
+struct vgem_create_dumb {
+	__u32 height;
+	__u32 width;
+	__u32 bpp;
+	__u32 flags;
+	__u32 handle;
+	__u32 pitch;
+	__u64 size;
+};
+
+#define VGEM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct vgem_gem_close)
+#define VGEM_IOCTL_PRIME_HANDLE_TO_FD	_IOWR('d', 0x2d, struct vgem_prime_handle)
+#define VGEM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct vgem_prime_handle)
+#define VGEM_IOCTL_MODE_CREATE_DUMB	_IOWR('d', 0xb2, struct vgem_create_dumb)
+
+static inline int open_vgem(void)
+{
+	char path[64], drv[256];
+	ssize_t n;
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		/* vgem's device is a bare platform device called "vgem". */
+		snprintf(path, sizeof(path), "/sys/class/drm/card%d/device", i);
+		n = readlink(path, drv, sizeof(drv) - 1);
+		if (n < 0)
+			continue;
+		drv[n] = '\0';
+		if (!strcmp(strrchr(drv, '/') + 1, "vgem")) {
+			snprintf(path, sizeof(path), "/dev/dri/card%d", i);
+			return open(path, O_RDWR | O_CLOEXEC);
+		}
+	}
+	return -1;
+}
+
+/* A vgem dumb buffer of @len bytes exported as a dma-buf fd, or -errno. */
+static inline int vgem_dmabuf(int drm, size_t len)
+{
+	struct vgem_create_dumb dumb = { .height = len / PAGE_SZ,
+					 .width = PAGE_SZ, .bpp = 8 };
+	struct vgem_prime_handle prime = { .flags = O_RDWR | O_CLOEXEC };
+	struct vgem_gem_close gclose = { 0 };
+	int ret = 0;
+
+	if (ioctl(drm, VGEM_IOCTL_MODE_CREATE_DUMB, &dumb))
+		return -errno;
+	prime.handle = dumb.handle;
+	if (ioctl(drm, VGEM_IOCTL_PRIME_HANDLE_TO_FD, &prime))
+		ret = -errno;
+	/* The dma-buf holds the object now. */
+	gclose.handle = dumb.handle;
+	ioctl(drm, VGEM_IOCTL_GEM_CLOSE, &gclose);
+	return ret ? ret : prime.fd;
+}
+
+/* A udmabuf of @len bytes of a new memfd, mapped at *@p through the memfd. */
+static inline int udmabuf_new(size_t len, unsigned char **p)
+{
+	struct udmabuf_create create = { .flags = UDMABUF_FLAGS_CLOEXEC,
+					 .size = len };
+	int dev, memfd, fd;
+
+	memfd = syscall(__NR_memfd_create, "uio_heap_test", MFD_ALLOW_SEALING);
+	if (memfd < 0)
+		return -errno;
+	if (ftruncate(memfd, len) ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+		close(memfd);
+		return -errno;
+	}
+	*p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
+	create.memfd = memfd;
+	fd = dev < 0 ? -1 : ioctl(dev, UDMABUF_CREATE, &create);
+	fd = fd < 0 ? -errno : fd;
+	if (dev >= 0)
+		close(dev);
+	close(memfd);
+	return fd;
 }
 
 /*

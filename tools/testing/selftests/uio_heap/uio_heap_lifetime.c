@@ -219,46 +219,6 @@ TEST_F(dev, close_after_unbind)
 	wait_heap_back(_metadata, self);
 }
 
-/*
- * vgem imports a dma-buf the way a real DRM driver does: attach, then map
- * the attachment for its own device, held until the GEM handle is closed.
- * The uAPI structs are spelled out: no libdrm headers needed.
- */
-struct vgem_prime_handle {
-	__u32 handle;
-	__u32 flags;
-	__s32 fd;
-};
-
-struct vgem_gem_close {
-	__u32 handle;
-	__u32 pad;
-};
-
-#define VGEM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct vgem_prime_handle)
-#define VGEM_IOCTL_GEM_CLOSE		_IOW('d', 0x09, struct vgem_gem_close)
-
-static int open_vgem(void)
-{
-	char path[64], drv[256];
-	ssize_t n;
-	int i;
-
-	for (i = 0; i < 8; i++) {
-		/* vgem's device is a bare platform device called "vgem". */
-		snprintf(path, sizeof(path), "/sys/class/drm/card%d/device", i);
-		n = readlink(path, drv, sizeof(drv) - 1);
-		if (n < 0)
-			continue;
-		drv[n] = '\0';
-		if (!strcmp(strrchr(drv, '/') + 1, "vgem")) {
-			snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-			return open(path, O_RDWR | O_CLOEXEC);
-		}
-	}
-	return -1;
-}
-
 /* Memory of revoked buffers that still waits for its last user. */
 static unsigned long long revoked_bytes(void)
 {
@@ -423,6 +383,53 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	EXPECT_EQ(before, revoked_bytes());
 	close(heap);
 	close(drm);
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
+	wait_heap_back(_metadata, self);
+}
+
+/*
+ * A dma-buf imported for the device is unmapped, detached and given back
+ * to its exporter when the device goes (the debug kernel's DMA-API checks
+ * report any mapping left at the unbind); the handle stays releasable.
+ */
+TEST_F(dev, import_given_back_when_device_goes)
+{
+	unsigned long long n, before;
+	uint64_t addr;
+	int other, heap, buf, handle;
+
+	/* The exporter: the other edu's heap, which stays. */
+	other = uioheap_open(self->h.uio[0]);
+	ASSERT_LE(0, other);
+	ASSERT_EQ(0, uioheap_sysfs_read(self->h.uio[0], "allocated_bytes",
+					&before));
+	buf = uioheap_alloc(other, PAGE_SZ, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	heap = open(self->node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap);
+	handle = uioheap_import(heap, buf, &addr, NULL);
+	ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->uio, "imports", &n));
+	EXPECT_EQ(1, n);
+	/* The import holds the only reference to the dma-buf now. */
+	close(buf);
+
+	ASSERT_EQ(0, uioheap_sysfs_read(self->h.uio[0], "allocated_bytes", &n));
+	EXPECT_EQ(before + PAGE_SZ, n);
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	/* Given back: the exporter freed the buffer with its last reference. */
+	ASSERT_EQ(0, uioheap_sysfs_read(self->h.uio[0], "allocated_bytes", &n));
+	EXPECT_EQ(before, n);
+	buf = uioheap_alloc(other, PAGE_SZ, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	EXPECT_EQ(-ENODEV, uioheap_import(heap, buf, &addr, NULL));
+	EXPECT_EQ(0, uioheap_unimport(heap, handle));
+	EXPECT_EQ(-ENOENT, uioheap_unimport(heap, handle));
+	close(buf);
+	close(heap);
+	close(other);
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
 	wait_heap_back(_metadata, self);

@@ -82,6 +82,7 @@ struct as_result {
 	int open_ro;
 	int alloc;
 	int addr;
+	int import;		/* of its own buffer, into the same heap */
 	int map;
 	int touch;		/* 0, or the signal */
 	int sync;
@@ -112,6 +113,7 @@ static void try_all(const char *node, const char *uio, int heap_fd,
 	/* -1: not tried. */
 	r->alloc = -1;
 	r->addr = -1;
+	r->import = -1;
 	r->map = -1;
 	r->sync = -1;
 	r->touch = -1;
@@ -121,6 +123,10 @@ static void try_all(const char *node, const char *uio, int heap_fd,
 		if (fd >= 0) {
 			ret = uioheap_dma_addr(heap, fd, &addr, NULL);
 			r->addr = -ret;
+			ret = uioheap_import(heap, fd, &addr, NULL);
+			r->import = ret > 0 ? 0 : -ret;
+			if (ret > 0)
+				uioheap_unimport(heap, ret);
 			p = uioheap_map(fd, SZ_64K);
 			r->map = p ? 0 : errno;
 			if (p) {
@@ -311,6 +317,8 @@ TEST_F(perms, udev_rule_grants_the_group)
 						    strerror(self->r->alloc));
 		EXPECT_EQ(unprivileged_addr_errno(), self->r->addr)
 			TH_LOG("address: %s", strerror(self->r->addr));
+		EXPECT_EQ(unprivileged_addr_errno(), self->r->import)
+			TH_LOG("import: %s", strerror(self->r->import));
 		EXPECT_EQ(0, self->r->map);
 		EXPECT_EQ(0, self->r->touch);
 		EXPECT_EQ(0, self->r->sync);
@@ -409,12 +417,14 @@ TEST_F(perms, physical_addresses_need_cap_sys_rawio)
 	}
 	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
 	EXPECT_EQ(0, self->r->addr) TH_LOG("address: %s", strerror(self->r->addr));
+	EXPECT_EQ(0, self->r->import) TH_LOG("import: %s", strerror(self->r->import));
 	/* Only a physical address handed out taints. */
 	EXPECT_EQ(strcmp(mode, "on") != 0, !!(taint() & (1ULL << TAINT_USER_BIT)));
 
 	ASSERT_EQ(0, write_str(UNSAFE_PARAM, "0"));
 	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
 	EXPECT_EQ(unprivileged_addr_errno(), self->r->addr);
+	EXPECT_EQ(unprivileged_addr_errno(), self->r->import);
 }
 
 TEST_HARNESS_MAIN

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Importing dma-bufs of other exporters for a UIO device: a buffer of the
+ * other edu's heap, of the system heap, of udmabuf (memfd pages) and of
+ * vgem.  The wide edu DMAs through the address the import returns, in
+ * both directions, at the start and at the end of the buffer; the bytes
+ * are checked in the exporter's own CPU mapping.
+ *
+ * Behind an IOMMU every import is one IOVA range; without one only a
+ * physically contiguous buffer can be, so the buffers are one page there
+ * and a scattered one must fail with ERANGE and leave nothing behind.
+ */
+#include "kselftest_harness.h"
+#include "common.h"
+
+#define DEV_LEN		PUMP_LEN	/* inside QEMU 7.2's edu window */
+#define SYSTEM_HEAP	"/dev/dma_heap/system"
+
+FIXTURE(imp) {
+	EDU_HEAPS_FIELDS;
+	int heap;			/* the wide edu's uioN */
+	bool translated;		/* an IOMMU translates for it */
+	size_t len;			/* what every exporter makes */
+	int stage;			/* a buffer of the heap: DMA staging */
+	unsigned char *stage_p;
+	uint64_t stage_addr;
+};
+
+FIXTURE_SETUP(imp)
+{
+	char path[128], mode[16] = "";
+
+	EDU_HEAPS_SETUP(self);
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/iommu",
+		 self->uio[1]);
+	ASSERT_LT(0, read_str(path, mode, sizeof(mode)));
+	self->translated = !strncmp(mode, "dma", 3);
+	self->len = self->translated ? SZ_64K : PAGE_SZ;
+
+	self->heap = uioheap_open(self->uio[1]);
+	ASSERT_LE(0, self->heap);
+	self->stage = uioheap_alloc(self->heap, PAGE_SZ, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->stage);
+	self->stage_p = uioheap_map(self->stage, PAGE_SZ);
+	ASSERT_NE(NULL, self->stage_p);
+	ASSERT_EQ(0, uioheap_dma_addr(self->heap, self->stage,
+				      &self->stage_addr, NULL));
+}
+
+FIXTURE_TEARDOWN(imp)
+{
+	if (self->stage_p)
+		munmap(self->stage_p, PAGE_SZ);
+	if (self->stage > 0)
+		close(self->stage);
+	if (self->heap > 0)
+		close(self->heap);
+	edu_heaps_restore(&self->h);
+}
+
+static void fill(unsigned char *p, size_t len, uint64_t seed)
+{
+	struct prng r;
+	size_t i;
+
+	prng_seed(&r, seed);
+	for (i = 0; i < len / 8; i++)
+		((uint64_t *)p)[i] = prng_next(&r);
+}
+
+static bool holds(const unsigned char *p, size_t len, uint64_t seed)
+{
+	unsigned char want[DEV_LEN];
+
+	fill(want, len, seed);
+	return !memcmp(p, want, len);
+}
+
+/* The edu copies @len bytes from @from to @to, through its own buffer. */
+static int edu_move(const char *uio, uint64_t from, uint64_t to)
+{
+	struct edu edu;
+	int ret;
+
+	ret = edu_open(&edu, uio);
+	if (ret)
+		return ret;
+	ret = edu_dma(&edu, from, 0, DEV_LEN / 8 * 8, true, 10000);
+	if (!ret)
+		ret = edu_dma(&edu, to, 0, DEV_LEN / 8 * 8, false, 10000);
+	edu_close(&edu);
+	return ret;
+}
+
+static unsigned long long imports(FIXTURE_DATA(imp) *self, const char *what)
+{
+	unsigned long long val = ~0ULL;
+
+	uioheap_sysfs_read(self->uio[1], what, &val);
+	return val;
+}
+
+/* A buffer of the narrow edu's heap, mapped at *@p: an exporter every kernel has. */
+static int other_buffer(FIXTURE_DATA(imp) *self, size_t len, unsigned char **p)
+{
+	int heap, buf;
+
+	heap = uioheap_open(self->uio[0]);
+	if (heap < 0)
+		return heap;
+	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
+	close(heap);
+	if (buf >= 0)
+		*p = uioheap_map(buf, len);
+	return buf;
+}
+
+/* CPU access to an exporter's mapping, bracketed as its owner must. */
+static void cpu_sync(int sync_fd, bool start, bool write)
+{
+	if (sync_fd >= 0)
+		uioheap_sync(sync_fd, start, write);
+}
+
+/*
+ * Imports @fd, whose exporter maps it at @p (DMA_BUF_IOCTL_SYNC on
+ * @sync_fd around CPU access, if >= 0), and moves bytes both ways through
+ * the address, at both ends of the buffer.
+ */
+static void import_and_dma(struct __test_metadata *_metadata,
+			   FIXTURE_DATA(imp) *self, int fd, unsigned char *p,
+			   int sync_fd)
+{
+	unsigned long long before = imports(self, "imported_bytes");
+	size_t ends[2] = { 0, self->len - PAGE_SZ };
+	uint64_t addr, size;
+	int handle, i;
+
+	handle = uioheap_import(self->heap, fd, &addr, &size);
+	ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
+	EXPECT_EQ(self->len, size);
+	EXPECT_GE(self->mask[1], addr + size - 1);
+	EXPECT_EQ(before + self->len, imports(self, "imported_bytes"));
+
+	for (i = 0; i < 2; i++) {
+		/* Device to the exporter's memory... */
+		fill(self->stage_p, DEV_LEN, 0x1a2b + i);
+		ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr,
+				      addr + ends[i]));
+		cpu_sync(sync_fd, true, false);
+		EXPECT_TRUE(holds(p + ends[i], DEV_LEN / 8 * 8, 0x1a2b + i))
+			TH_LOG("the device's bytes did not reach offset %zu",
+			       ends[i]);
+		cpu_sync(sync_fd, false, false);
+
+		/* ...and from it. */
+		cpu_sync(sync_fd, true, true);
+		fill(p + ends[i], DEV_LEN, 0x3c4d + i);
+		cpu_sync(sync_fd, false, true);
+		ASSERT_EQ(0, edu_move(self->uio[1], addr + ends[i],
+				      self->stage_addr));
+		EXPECT_TRUE(holds(self->stage_p, DEV_LEN / 8 * 8, 0x3c4d + i))
+			TH_LOG("the device did not read offset %zu", ends[i]);
+	}
+
+	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
+	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
+	EXPECT_EQ(before, imports(self, "imported_bytes"));
+}
+
+TEST_F(imp, uio_heap_buffer_of_another_device)
+{
+	unsigned char *p;
+	int buf;
+
+	buf = other_buffer(self, self->len, &p);
+	ASSERT_LE(0, buf);
+	ASSERT_NE(NULL, p);
+	import_and_dma(_metadata, self, buf, p, -1);
+	munmap(p, self->len);
+	close(buf);
+}
+
+TEST_F(imp, system_heap_buffer)
+{
+	struct dma_heap_allocation_data alloc = {
+		.len = self->len, .fd_flags = O_RDWR | O_CLOEXEC,
+	};
+	unsigned char *p;
+	int sys;
+
+	sys = open(SYSTEM_HEAP, O_RDONLY | O_CLOEXEC);
+	if (sys < 0 && errno == ENOENT)
+		SKIP(return, "kernel without the system heap");
+	ASSERT_LE(0, sys);
+	ASSERT_EQ(0, ioctl(sys, DMA_HEAP_IOCTL_ALLOC, &alloc));
+	p = uioheap_map(alloc.fd, self->len);
+	ASSERT_NE(NULL, p);
+
+	import_and_dma(_metadata, self, alloc.fd, p, alloc.fd);
+	munmap(p, self->len);
+	close(alloc.fd);
+	close(sys);
+}
+
+TEST_F(imp, udmabuf_from_a_memfd)
+{
+	unsigned long long before = imports(self, "imports");
+	unsigned char *p;
+	uint64_t addr;
+	int buf, ret;
+
+	buf = udmabuf_new(self->len, &p);
+	if (buf == -ENOENT)
+		SKIP(return, "kernel without udmabuf");
+	ASSERT_LE(0, buf) TH_LOG("udmabuf: %s", strerror(-buf));
+	import_and_dma(_metadata, self, buf, p, buf);
+	munmap(p, self->len);
+	close(buf);
+
+	if (self->translated)
+		return;
+	/* Without an IOMMU, scattered memfd pages are not one range. */
+	buf = udmabuf_new(SZ_1M, &p);
+	ASSERT_LE(0, buf);
+	ret = uioheap_import(self->heap, buf, &addr, NULL);
+	EXPECT_TRUE(ret == -ERANGE || ret > 0) TH_LOG("import: %d", ret);
+	TH_LOG("1 MiB of memfd pages without an IOMMU: %s",
+	       ret > 0 ? "happened to be contiguous" : "ERANGE");
+	if (ret > 0)
+		EXPECT_EQ(0, uioheap_unimport(self->heap, ret));
+	EXPECT_EQ(before, imports(self, "imports"));
+	munmap(p, SZ_1M);
+	close(buf);
+}
+
+TEST_F(imp, vgem_buffer)
+{
+	int drm, buf, vgem = env_bool("UIOHEAP_VGEM");
+	unsigned char *p;
+
+	ASSERT_NE(-1, vgem) TH_LOG("UIOHEAP_VGEM is not set");
+	if (!vgem)
+		SKIP(return, "kernel without vgem");
+	drm = open_vgem();
+	ASSERT_LE(0, drm) TH_LOG("UIOHEAP_VGEM=1, but no vgem device");
+	buf = vgem_dmabuf(drm, self->len);
+	ASSERT_LE(0, buf) TH_LOG("vgem dumb buffer: %s", strerror(-buf));
+	p = uioheap_map(buf, self->len);
+	ASSERT_NE(NULL, p);
+
+	import_and_dma(_metadata, self, buf, p, buf);
+	munmap(p, self->len);
+	close(buf);
+	close(drm);
+}
+
+/*
+ * The import holds the buffer: the exporter's fd may go first.  (udmabuf:
+ * the bytes stay visible through the memfd, which holds no dma-buf.)
+ */
+TEST_F(imp, exporter_fd_closed_while_imported)
+{
+	unsigned char *p;
+	uint64_t addr;
+	int buf, handle;
+
+	buf = udmabuf_new(self->len, &p);
+	if (buf == -ENOENT)
+		SKIP(return, "kernel without udmabuf");
+	ASSERT_LE(0, buf);
+	handle = uioheap_import(self->heap, buf, &addr, NULL);
+	ASSERT_LT(0, handle);
+	close(buf);
+
+	fill(self->stage_p, DEV_LEN, 0x5e5e);
+	ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr, addr));
+	EXPECT_TRUE(holds(p, DEV_LEN / 8 * 8, 0x5e5e));
+	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
+	munmap(p, self->len);
+}
+
+/*
+ * A device that reaches only the low 256 MiB (the narrow edu, 28-bit
+ * mask) imports a buffer from anywhere: through the IOMMU it works, with
+ * an address below the mask, and carries real DMA; without one its mask
+ * does not cover the VM's memory, and the import fails with ERANGE (no
+ * bounced address, no kernel warning).
+ */
+TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
+{
+	const uint64_t mask = (1ULL << 28) - 1;
+	unsigned char *p, *sp;
+	uint64_t addr, saddr;
+	int heap, buf, stage, handle;
+
+	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[0], "dma_mask_bits", 28));
+	heap = uioheap_open(self->uio[0]);
+	ASSERT_LE(0, heap);
+	stage = uioheap_alloc(heap, PAGE_SZ, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, stage);
+	sp = uioheap_map(stage, PAGE_SZ);
+	ASSERT_NE(NULL, sp);
+	ASSERT_EQ(0, uioheap_dma_addr(heap, stage, &saddr, NULL));
+
+	/* The wide edu's buffer: its pages may lie anywhere. */
+	buf = uioheap_alloc(self->heap, self->len, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	p = uioheap_map(buf, self->len);
+	ASSERT_NE(NULL, p);
+	handle = uioheap_import(heap, buf, &addr, NULL);
+	if (self->translated)
+		ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
+	if (!self->translated)
+		EXPECT_EQ(-ERANGE, handle);
+	if (handle > 0) {
+		EXPECT_GE(mask, addr + self->len - 1);
+		fill(sp, DEV_LEN, 0x2828);
+		ASSERT_EQ(0, edu_move(self->uio[0], saddr, addr));
+		EXPECT_TRUE(holds(p, DEV_LEN / 8 * 8, 0x2828));
+		EXPECT_EQ(0, uioheap_unimport(heap, handle));
+	}
+	munmap(p, self->len);
+	close(buf);
+	munmap(sp, PAGE_SZ);
+	close(stage);
+	close(heap);
+}
+
+TEST_F(imp, bad_requests)
+{
+	struct uio_heap_import_data data = { 0 };
+	struct uio_heap_unimport_data un = { 0 };
+	unsigned char *p;
+	uint64_t addr;
+	int buf, handle, other;
+
+	EXPECT_EQ(-EBADF, uioheap_import(self->heap, -1, &addr, NULL));
+	EXPECT_EQ(-EBADF, uioheap_import(self->heap, 1000000, &addr, NULL));
+	/* Not a dma-buf. */
+	EXPECT_EQ(-EINVAL, uioheap_import(self->heap, self->heap, &addr, NULL));
+
+	buf = other_buffer(self, self->len, &p);
+	ASSERT_LE(0, buf);
+	data.fd = buf;
+	data.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->heap, UIO_HEAP_IOCTL_IMPORT, &data));
+	EXPECT_EQ(EINVAL, errno);
+	data.flags = 0;
+	data.reserved = 1;
+	EXPECT_EQ(-1, ioctl(self->heap, UIO_HEAP_IOCTL_IMPORT, &data));
+	EXPECT_EQ(EINVAL, errno);
+
+	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, 0));
+	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, 12345));
+	handle = uioheap_import(self->heap, buf, &addr, NULL);
+	ASSERT_LT(0, handle);
+	un.handle = handle;
+	un.flags = 1;
+	EXPECT_EQ(-1, ioctl(self->heap, UIO_HEAP_IOCTL_UNIMPORT, &un));
+	EXPECT_EQ(EINVAL, errno);
+	/* Another heap fd does not hold it. */
+	other = uioheap_open(self->uio[1]);
+	ASSERT_LE(0, other);
+	EXPECT_EQ(-ENOENT, uioheap_unimport(other, handle));
+	close(other);
+	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
+	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
+	munmap(p, self->len);
+	close(buf);
+}
+
+/* Imports count in sysfs and against max_bytes; closing the heap fd ends them. */
+TEST_F(imp, counted_limited_and_ended_by_close)
+{
+	unsigned long long n0 = imports(self, "imports");
+	unsigned long long b0 = imports(self, "imported_bytes");
+	unsigned long long allocated;
+	unsigned char *p;
+	uint64_t addr;
+	int heap, buf, i;
+
+	buf = other_buffer(self, self->len, &p);
+	ASSERT_LE(0, buf);
+	heap = uioheap_open(self->uio[1]);
+	ASSERT_LE(0, heap);
+	for (i = 0; i < 3; i++)
+		ASSERT_LT(0, uioheap_import(heap, buf, &addr, NULL));
+	EXPECT_EQ(n0 + 3, imports(self, "imports"));
+	EXPECT_EQ(b0 + 3 * self->len, imports(self, "imported_bytes"));
+
+	/* Room for nothing more: the limit covers buffers and imports. */
+	ASSERT_EQ(0, uioheap_sysfs_read(self->uio[1], "allocated_bytes",
+					&allocated));
+	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[1], "max_bytes",
+					 allocated + b0 + 3 * self->len));
+	EXPECT_EQ(-ENOSPC, uioheap_import(heap, buf, &addr, NULL));
+	EXPECT_EQ(-ENOSPC, uioheap_alloc(heap, PAGE_SZ, O_RDWR));
+	EXPECT_EQ(n0 + 3, imports(self, "imports"));
+
+	close(heap);
+	EXPECT_EQ(n0, imports(self, "imports"));
+	EXPECT_EQ(b0, imports(self, "imported_bytes"));
+	munmap(p, self->len);
+	close(buf);
+}
+
+TEST_HARNESS_MAIN
