@@ -343,6 +343,7 @@ int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 {
 	struct uio_heap *other, *sibling = NULL;
 	struct uio_heap_buffer *buf;
+	struct uio_heap_import *imp;
 	bool listed = false;
 	u64 mask;
 	int ret = 0;
@@ -379,6 +380,9 @@ int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits)
 		spin_lock(&other->lock);
 		list_for_each_entry(buf, &other->buffers, node)
 			if (buf->dma_addr + buf->size - 1 > mask)
+				ret = -EBUSY;
+		list_for_each_entry(imp, &other->imports, node)
+			if (imp->dma_addr + imp->size - 1 > mask)
 				ret = -EBUSY;
 		spin_unlock(&other->lock);
 	}
@@ -530,9 +534,17 @@ static ssize_t revoke_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(revoke);
 
+static ssize_t coherent_show(struct device *dev, struct device_attribute *attr,
+			     char *buf)
+{
+	return uio_heap_show_mode(dev, buf, uio_heap_coherent_mode);
+}
+static DEVICE_ATTR_RO(coherent);
+
 static struct attribute *uio_heap_attrs[] = {
 	&dev_attr_iommu.attr,
 	&dev_attr_revoke.attr,
+	&dev_attr_coherent.attr,
 	&dev_attr_dma_mask_bits.attr,
 	&dev_attr_max_bytes.attr,
 	&dev_attr_allocated_bytes.attr,

@@ -138,21 +138,25 @@ int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg)
 	if (ret)
 		goto unaccount;
 
+	/* Complete before the handle is visible: another thread may release it. */
+	arg->dma_addr = imp->dma_addr;
+	arg->size = imp->size;
+	spin_lock(&heap->lock);
+	list_add_tail(&imp->node, &heap->imports);
+	spin_unlock(&heap->lock);
 	ret = xa_alloc(&hf->imports, &handle, imp, xa_limit_31b,
 		       GFP_KERNEL_ACCOUNT);
 	if (ret) {
+		spin_lock(&heap->lock);
+		list_del(&imp->node);
+		spin_unlock(&heap->lock);
 		uio_heap_import_unmap(imp);
 		uio_heap_iotlb_sync(heap->dma_dev);
 		goto unaccount;
 	}
-	spin_lock(&heap->lock);
-	list_add_tail(&imp->node, &heap->imports);
-	spin_unlock(&heap->lock);
 	up_read(&heap->sem);
 
 	arg->handle = handle;
-	arg->dma_addr = imp->dma_addr;
-	arg->size = imp->size;
 	return 0;
 
 unaccount:

@@ -92,8 +92,15 @@ void uio_heap_iotlb_sync(struct device *dev)
  * DMA API maps coherent memory for one that does not.  (The CMA heap
  * includes it too, for its CMA area.)  Only this file uses it.
  *
- * How the CPU maps memory that @dev sees without cache maintenance:
+ * The value of the heap's ``coherent`` attribute: "1" if @dev snoops CPU
+ * caches (both nodes then behave the same), else "0".
  */
+const char *uio_heap_coherent_mode(struct device *dev)
+{
+	return dev_is_dma_coherent(dev) ? "1" : "0";
+}
+
+/* How the CPU maps memory that @dev sees without cache maintenance. */
 pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot)
 {
 	return dev_is_dma_coherent(dev) ? prot : pgprot_dmacoherent(prot);

@@ -180,6 +180,7 @@ void uio_heap_iotlb_sync(struct device *dev);
 const char *uio_heap_revoke_mode(struct device *dev);
 int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
 		       dma_addr_t *addr);
+const char *uio_heap_coherent_mode(struct device *dev);
 pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot);
 int uio_heap_addr_permitted(struct device *dev);
 u64 uio_heap_default_max_bytes(void);

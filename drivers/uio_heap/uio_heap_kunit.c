@@ -235,75 +235,6 @@ static void uio_heap_test_lifecycle(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, ctx->heap->nr_buffers);
 }
 
-struct uio_heap_kunit_call {
-	struct device *dev;
-	struct uio_heap *heap;
-	struct completion done;
-};
-
-static int uio_heap_kunit_remove_fn(void *data)
-{
-	struct uio_heap_kunit_call *call = data;
-
-	uio_heap_remove_for(call->dev);
-	complete(&call->done);
-	return 0;
-}
-
-static int uio_heap_kunit_lookup_fn(void *data)
-{
-	struct uio_heap_kunit_call *call = data;
-
-	call->heap = uio_heap_lookup(call->dev, false);
-	complete(&call->done);
-	return 0;
-}
-
-/*
- * Removing a device's heaps waits for their allocations in progress; other
- * devices' heaps must not wait with it.
- */
-static void uio_heap_test_remove_waits_alone(struct kunit *test)
-{
-	struct uio_heap_kunit *ctx = test->priv;
-	struct uio_heap_kunit_call rm = { .dev = ctx->dma_dev }, look = { };
-	struct device *dma_dev;
-	bool looked;
-	u64 *mask;
-
-	mask = kunit_kzalloc(test, sizeof(*mask), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, mask);
-	dma_dev = kunit_device_register(test, "uio_heap_kunit_other_dma");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(dma_dev));
-	*mask = DMA_BIT_MASK(32);
-	dma_dev->dma_mask = mask;
-	look.dev = kunit_device_register(test, "kuio_other");
-	KUNIT_ASSERT_FALSE(test, IS_ERR(look.dev));
-	KUNIT_ASSERT_EQ(test, 0, uio_heap_create(dma_dev, look.dev));
-	init_completion(&rm.done);
-	init_completion(&look.done);
-
-	/* An allocation in progress on the first device's heap. */
-	down_read(&ctx->heap->sem);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(uio_heap_kunit_remove_fn, &rm,
-						    "uio_heap_kunit/rm")));
-	msleep(100);
-	KUNIT_EXPECT_FALSE(test, completion_done(&rm.done));
-	KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(uio_heap_kunit_lookup_fn, &look,
-						    "uio_heap_kunit/lookup")));
-	looked = wait_for_completion_timeout(&look.done, 2 * HZ);
-	up_read(&ctx->heap->sem);
-
-	wait_for_completion(&rm.done);
-	wait_for_completion(&look.done);
-	KUNIT_EXPECT_TRUE_MSG(test, looked, "lookup waited for another device's removal");
-	KUNIT_EXPECT_NOT_NULL(test, look.heap);
-	KUNIT_EXPECT_TRUE(test, ctx->heap->dead);
-	if (look.heap)
-		put_device(&look.heap->dev);
-	uio_heap_remove_for(dma_dev);
-}
-
 static void uio_heap_test_revoke(struct kunit *test)
 {
 	struct uio_heap_kunit *ctx = test->priv;
@@ -670,7 +601,6 @@ static struct kunit_case uio_heap_test_cases[] = {
 	KUNIT_CASE(uio_heap_test_mask),
 	KUNIT_CASE(uio_heap_test_mask_owner),
 	KUNIT_CASE(uio_heap_test_lifecycle),
-	KUNIT_CASE(uio_heap_test_remove_waits_alone),
 	KUNIT_CASE(uio_heap_test_revoke),
 	KUNIT_CASE(uio_heap_test_revoke_dead_heap_alloc),
 	KUNIT_CASE(uio_heap_test_importer_after_revoke),

@@ -332,6 +332,19 @@ TEST_F(heap, default_mask_is_the_devices)
 	EXPECT_EQ(32, self->h.mask_bits[1]);
 }
 
+/* PCI devices on x86 snoop CPU caches: both nodes say so. */
+TEST_F(heap, x86_pci_devices_are_coherent)
+{
+	unsigned long long v;
+	char cached[32];
+
+	ASSERT_EQ(0, uioheap_sysfs_read(self->wide, "coherent", &v));
+	EXPECT_EQ(1, v);
+	snprintf(cached, sizeof(cached), "%s-cached", self->wide);
+	ASSERT_EQ(0, uioheap_sysfs_read(cached, "coherent", &v));
+	EXPECT_EQ(1, v);
+}
+
 TEST_F(heap, narrow_mask_is_obeyed)
 {
 	uint64_t addrs[16], mask = (1ULL << 28) - 1;
