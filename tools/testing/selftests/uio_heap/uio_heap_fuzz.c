@@ -458,6 +458,35 @@ static void fz_ioctl(struct fz *f, enum fz_kind kind, int idx, int fd,
 			if (out < 12)
 				lowest = lowest_free_fd();
 		}
+	} else if (kind == FK_HEAP && cmd == UIO_HEAP_IOCTL_IMPORT) {
+		struct uio_heap_import_data d;
+
+		memcpy(&d, f->kbuf, sizeof(d));
+		if (!fz_readable(f, arg, sizeof(d))) {
+			exp_set(&e, EFAULT);
+		} else if (d.flags || d.reserved) {
+			exp_set(&e, EINVAL);
+		} else {
+			/* Any fd: a buffer of any heap imports (or not, in one range). */
+			exp_set(&e, EBADF);
+			exp_add(&e, EINVAL);
+			exp_add(&e, ERANGE);
+			exp_add(&e, ENOSPC);
+			exp_add(&e, fz_writable(f, arg, sizeof(d)) ? 0 : EFAULT);
+		}
+	} else if (kind == FK_HEAP && cmd == UIO_HEAP_IOCTL_UNIMPORT) {
+		struct uio_heap_unimport_data u;
+
+		memcpy(&u, f->kbuf, sizeof(u));
+		if (!fz_readable(f, arg, sizeof(u))) {
+			exp_set(&e, EFAULT);
+		} else if (u.flags) {
+			exp_set(&e, EINVAL);
+		} else {
+			/* 0 only for an import the fuzzing made by chance. */
+			exp_set(&e, ENOENT);
+			exp_add(&e, 0);
+		}
 	} else if (kind == FK_HEAP) {
 		/* Unknown numbers: EINVAL, as the dma-heap core answers. */
 		exp_set(&e, EINVAL);

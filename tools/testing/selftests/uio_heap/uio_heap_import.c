@@ -214,7 +214,12 @@ TEST_F(imp, udmabuf_from_a_memfd)
 	if (buf == -ENOENT)
 		SKIP(return, "kernel without udmabuf");
 	ASSERT_LE(0, buf) TH_LOG("udmabuf: %s", strerror(-buf));
-	import_and_dma(_metadata, self, buf, p, buf);
+	/*
+	 * No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked,
+	 * not the one it mapped, which DMA-API debugging reports.  memfd pages
+	 * need no cache maintenance on x86.
+	 */
+	import_and_dma(_metadata, self, buf, p, -1);
 	munmap(p, self->len);
 	close(buf);
 
