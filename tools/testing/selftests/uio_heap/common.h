@@ -185,6 +185,29 @@ static inline uint64_t prng_below(struct prng *r, uint64_t n)
  * One seed per run, picked before the harness forks the first test, so
  * that every test of a run derives from it and one variable replays it.
  */
+/* @len bytes (a multiple of 8) of the sequence @seed starts. */
+static inline void prng_fill(unsigned char *p, size_t len, uint64_t seed)
+{
+	struct prng r;
+	size_t i;
+
+	prng_seed(&r, seed);
+	for (i = 0; i < len / 8; i++)
+		((uint64_t *)p)[i] = prng_next(&r);
+}
+
+/* Does @p hold what prng_fill() with @seed wrote? */
+static inline bool prng_holds(const unsigned char *p, size_t len, uint64_t seed)
+{
+	unsigned char *want = malloc(len);
+	bool same;
+
+	prng_fill(want, len, seed);
+	same = !memcmp(p, want, len);
+	free(want);
+	return same;
+}
+
 static uint64_t clock_seed;
 
 static void __attribute__((constructor)) clock_seed_init(void)

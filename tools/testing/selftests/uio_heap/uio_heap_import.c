@@ -58,24 +58,6 @@ FIXTURE_TEARDOWN(imp)
 	edu_heaps_restore(&self->h);
 }
 
-static void fill(unsigned char *p, size_t len, uint64_t seed)
-{
-	struct prng r;
-	size_t i;
-
-	prng_seed(&r, seed);
-	for (i = 0; i < len / 8; i++)
-		((uint64_t *)p)[i] = prng_next(&r);
-}
-
-static bool holds(const unsigned char *p, size_t len, uint64_t seed)
-{
-	unsigned char want[DEV_LEN];
-
-	fill(want, len, seed);
-	return !memcmp(p, want, len);
-}
-
 /* The edu copies @len bytes from @from to @to, through its own buffer. */
 static int edu_move(const char *uio, uint64_t from, uint64_t to)
 {
@@ -144,22 +126,22 @@ static void import_and_dma(struct __test_metadata *_metadata,
 
 	for (i = 0; i < 2; i++) {
 		/* Device to the exporter's memory... */
-		fill(self->stage_p, DEV_LEN, 0x1a2b + i);
+		prng_fill(self->stage_p, DEV_LEN, 0x1a2b + i);
 		ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr,
 				      addr + ends[i]));
 		cpu_sync(sync_fd, true, false);
-		EXPECT_TRUE(holds(p + ends[i], DEV_LEN / 8 * 8, 0x1a2b + i))
+		EXPECT_TRUE(prng_holds(p + ends[i], DEV_LEN / 8 * 8, 0x1a2b + i))
 			TH_LOG("the device's bytes did not reach offset %zu",
 			       ends[i]);
 		cpu_sync(sync_fd, false, false);
 
 		/* ...and from it. */
 		cpu_sync(sync_fd, true, true);
-		fill(p + ends[i], DEV_LEN, 0x3c4d + i);
+		prng_fill(p + ends[i], DEV_LEN, 0x3c4d + i);
 		cpu_sync(sync_fd, false, true);
 		ASSERT_EQ(0, edu_move(self->uio[1], addr + ends[i],
 				      self->stage_addr));
-		EXPECT_TRUE(holds(self->stage_p, DEV_LEN / 8 * 8, 0x3c4d + i))
+		EXPECT_TRUE(prng_holds(self->stage_p, DEV_LEN / 8 * 8, 0x3c4d + i))
 			TH_LOG("the device did not read offset %zu", ends[i]);
 	}
 
@@ -278,9 +260,9 @@ TEST_F(imp, exporter_fd_closed_while_imported)
 	ASSERT_LT(0, handle);
 	close(buf);
 
-	fill(self->stage_p, DEV_LEN, 0x5e5e);
+	prng_fill(self->stage_p, DEV_LEN, 0x5e5e);
 	ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr, addr));
-	EXPECT_TRUE(holds(p, DEV_LEN / 8 * 8, 0x5e5e));
+	EXPECT_TRUE(prng_holds(p, DEV_LEN / 8 * 8, 0x5e5e));
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
 	munmap(p, self->len);
 }
@@ -320,9 +302,9 @@ TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 		EXPECT_EQ(-ERANGE, handle);
 	if (handle > 0) {
 		EXPECT_GE(mask, addr + self->len - 1);
-		fill(sp, DEV_LEN, 0x2828);
+		prng_fill(sp, DEV_LEN, 0x2828);
 		ASSERT_EQ(0, edu_move(self->uio[0], saddr, addr));
-		EXPECT_TRUE(holds(p, DEV_LEN / 8 * 8, 0x2828));
+		EXPECT_TRUE(prng_holds(p, DEV_LEN / 8 * 8, 0x2828));
 		EXPECT_EQ(0, uioheap_unimport(heap, handle));
 	}
 	munmap(p, self->len);

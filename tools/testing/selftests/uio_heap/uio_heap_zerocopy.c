@@ -92,27 +92,6 @@ static int zbuf_cpu(const struct zbuf *b, bool start, bool write)
 	return b->cached ? uioheap_sync(b->fd, start, write) : 0;
 }
 
-static void fill(unsigned char *p, size_t len, uint64_t seed)
-{
-	struct prng r;
-	size_t i;
-
-	prng_seed(&r, seed);
-	for (i = 0; i < len / 8; i++)
-		((uint64_t *)p)[i] = prng_next(&r);
-}
-
-static bool holds(const unsigned char *p, size_t len, uint64_t seed)
-{
-	unsigned char *want = malloc(len);
-	bool same;
-
-	fill(want, len, seed);
-	same = !memcmp(p, want, len);
-	free(want);
-	return same;
-}
-
 /* Device round trip: @src to the edu's buffer, then back into @dst. */
 static int edu_copy(const char *uio, const struct zbuf *src,
 		    const struct zbuf *dst)
@@ -141,7 +120,7 @@ TEST_F(zc, device_dma_through_the_node)
 		EXPECT_GE(self->mask[i], a.addr + ZC_LEN - 1);
 
 		ASSERT_EQ(0, zbuf_cpu(&a, true, true));
-		fill(a.p, ZC_LEN, 0x5eed0 + i);
+		prng_fill(a.p, ZC_LEN, 0x5eed0 + i);
 		ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 		ASSERT_EQ(0, zbuf_cpu(&b, true, true));
 		memset(b.p, 0, ZC_LEN);
@@ -150,7 +129,7 @@ TEST_F(zc, device_dma_through_the_node)
 		ASSERT_EQ(0, edu_copy(self->uio[i], &a, &b));
 
 		ASSERT_EQ(0, zbuf_cpu(&b, true, false));
-		EXPECT_TRUE(holds(b.p, ZC_DEV_LEN / 8 * 8, 0x5eed0 + i))
+		EXPECT_TRUE(prng_holds(b.p, ZC_DEV_LEN / 8 * 8, 0x5eed0 + i))
 			TH_LOG("%s: the device's bytes did not arrive",
 			       self->name[i]);
 		ASSERT_EQ(0, zbuf_cpu(&b, false, false));
@@ -176,7 +155,7 @@ TEST_F(zc, o_direct_disk_to_device)
 	ASSERT_EQ(0, zbuf_new(&b, self->heap[1], variant->cached));
 	ASSERT_EQ(0, zbuf_new(&c, self->heap[1], variant->cached));
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
-	fill(a.p, ZC_LEN, 0xd15c);
+	prng_fill(a.p, ZC_LEN, 0xd15c);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 
 	/* Between the syncs, as for a device: the block layer is one. */
@@ -185,12 +164,12 @@ TEST_F(zc, o_direct_disk_to_device)
 	EXPECT_EQ((ssize_t)ZC_LEN, pread(disk, b.p, ZC_LEN, 0))
 		TH_LOG("O_DIRECT read into the buffer: %s", strerror(errno));
 	ASSERT_EQ(0, zbuf_cpu(&b, true, false));
-	EXPECT_TRUE(holds(b.p, ZC_LEN, 0xd15c));
+	EXPECT_TRUE(prng_holds(b.p, ZC_LEN, 0xd15c));
 	ASSERT_EQ(0, zbuf_cpu(&b, false, false));
 
 	ASSERT_EQ(0, edu_copy(self->uio[1], &b, &c));
 	ASSERT_EQ(0, zbuf_cpu(&c, true, false));
-	EXPECT_TRUE(holds(c.p, ZC_DEV_LEN / 8 * 8, 0xd15c))
+	EXPECT_TRUE(prng_holds(c.p, ZC_DEV_LEN / 8 * 8, 0xd15c))
 		TH_LOG("the device did not get the bytes from disk");
 	ASSERT_EQ(0, zbuf_cpu(&c, false, false));
 
@@ -212,7 +191,7 @@ TEST_F(zc, vmsplice_and_process_vm_readv)
 	ASSERT_NE(NULL, out);
 	ASSERT_EQ(0, zbuf_new(&a, self->heap[1], variant->cached));
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
-	fill(a.p, ZC_LEN, 0x5911ce);
+	prng_fill(a.p, ZC_LEN, 0x5911ce);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 
 	/* process_vm_readv() reaches the pages through pin_user_pages_remote(). */
@@ -221,7 +200,7 @@ TEST_F(zc, vmsplice_and_process_vm_readv)
 	EXPECT_EQ((ssize_t)ZC_LEN,
 		  process_vm_readv(getpid(), &local, 1, &remote, 1, 0))
 		TH_LOG("process_vm_readv: %s", strerror(errno));
-	EXPECT_TRUE(holds(out, ZC_LEN, 0x5911ce));
+	EXPECT_TRUE(prng_holds(out, ZC_LEN, 0x5911ce));
 
 	/* vmsplice() puts references to the pages themselves in the pipe. */
 	memset(out, 0, ZC_LEN);
@@ -232,7 +211,7 @@ TEST_F(zc, vmsplice_and_process_vm_readv)
 	while (got < ZC_LEN && (n = read(pipefd[0], out + got, ZC_LEN - got)) > 0)
 		got += n;
 	EXPECT_EQ(ZC_LEN, got);
-	EXPECT_TRUE(holds(out, ZC_LEN, 0x5911ce));
+	EXPECT_TRUE(prng_holds(out, ZC_LEN, 0x5911ce));
 
 	close(pipefd[0]);
 	close(pipefd[1]);
@@ -307,7 +286,7 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 	ASSERT_EQ(0, zbuf_new(&a, self->heap[1], variant->cached));
 	ASSERT_EQ(0, zbuf_new(&b, self->heap[1], variant->cached));
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
-	fill(a.p, ZC_LEN, 0x1047);
+	prng_fill(a.p, ZC_LEN, 0x1047);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 	ASSERT_EQ((ssize_t)ZC_LEN, pwrite(disk, a.p, ZC_LEN, 0));
 
@@ -324,7 +303,7 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
 	EXPECT_EQ((int)ZC_LEN, uring_read_fixed(ring, &params, disk, b.p, ZC_LEN));
 	ASSERT_EQ(0, zbuf_cpu(&b, true, false));
-	EXPECT_TRUE(holds(b.p, ZC_LEN, 0x1047));
+	EXPECT_TRUE(prng_holds(b.p, ZC_LEN, 0x1047));
 	ASSERT_EQ(0, zbuf_cpu(&b, false, false));
 
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring,
@@ -377,14 +356,14 @@ TEST_F(big, size_beyond_the_page_allocator_needs_the_iommu)
 
 	/* The device copies the last page's bytes to the first page. */
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
-	fill(a.p + len - PAGE_SZ, PAGE_SZ, 0xb16);
+	prng_fill(a.p + len - PAGE_SZ, PAGE_SZ, 0xb16);
 	memset(a.p, 0, PAGE_SZ);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 	last = a;
 	last.addr = a.addr + len - PAGE_SZ;
 	ASSERT_EQ(0, edu_copy(self->uio[1], &last, &a));
 	ASSERT_EQ(0, zbuf_cpu(&a, true, false));
-	EXPECT_TRUE(holds(a.p, ZC_DEV_LEN / 8 * 8, 0xb16));
+	EXPECT_TRUE(prng_holds(a.p, ZC_DEV_LEN / 8 * 8, 0xb16));
 	ASSERT_EQ(0, zbuf_cpu(&a, false, false));
 	munmap(a.p, len);
 	close(a.fd);
