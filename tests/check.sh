@@ -215,7 +215,7 @@ if [ -n "$debug" ]; then
 	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-${UIOHEAP_IOMMU_MODES:-off on}}; do
 		vm_bg patched-debug "$(kseries "$debug_kver")-debug-$iommu" "$debug/bzImage" \
 			"$debug_kver" "$debug/mods/lib/modules/$debug_kver" "$iommu" \
-			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq" "patched=1,vgem=0" \
+			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq --kmod-late vgem" "patched=1,vgem=0" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
 	done

@@ -144,9 +144,14 @@ int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg)
 	spin_lock(&heap->lock);
 	list_add_tail(&imp->node, &heap->imports);
 	spin_unlock(&heap->lock);
-	ret = xa_alloc(&hf->imports, &handle, imp, xa_limit_31b,
-		       GFP_KERNEL_ACCOUNT);
-	if (ret) {
+	/*
+	 * Cyclic: a released handle is not given out again until the 31-bit
+	 * space wraps, so a stale handle (and the unimport after a failed
+	 * copy_to_user()) cannot hit another thread's newer import.
+	 */
+	ret = xa_alloc_cyclic(&hf->imports, &handle, imp, xa_limit_31b,
+			      &hf->next_handle, GFP_KERNEL_ACCOUNT);
+	if (ret < 0) {
 		spin_lock(&heap->lock);
 		list_del(&imp->node);
 		spin_unlock(&heap->lock);

@@ -72,10 +72,12 @@ struct uio_heap {
  * struct uio_heap_file - an open heap node
  * @heap:	the heap
  * @imports:	the imports it made, by handle
+ * @next_handle: where the cyclic search for a free handle starts
  */
 struct uio_heap_file {
 	struct uio_heap *heap;
 	struct xarray imports;
+	u32 next_handle;
 };
 
 /**

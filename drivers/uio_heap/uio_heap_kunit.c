@@ -235,6 +235,96 @@ static void uio_heap_test_lifecycle(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, 0, ctx->heap->nr_buffers);
 }
 
+struct uio_heap_kunit_call {
+	struct device *dev;
+	struct uio_heap *heap;
+	struct completion done;
+};
+
+static int uio_heap_kunit_remove_fn(void *data)
+{
+	struct uio_heap_kunit_call *call = data;
+
+	uio_heap_remove_for(call->dev);
+	complete(&call->done);
+	return 0;
+}
+
+static int uio_heap_kunit_lookup_fn(void *data)
+{
+	struct uio_heap_kunit_call *call = data;
+
+	call->heap = uio_heap_lookup(call->dev, false);
+	complete(&call->done);
+	return 0;
+}
+
+/*
+ * Removing a device's heaps waits for the allocations in progress on them
+ * (heap->sem); finding another device's heap must not wait with it.
+ */
+static void uio_heap_test_remove_waits_alone(struct kunit *test)
+{
+	struct uio_heap_kunit *ctx = test->priv;
+	struct uio_heap_kunit_call *rm, *look;
+	struct task_struct *t;
+	struct device *dma_dev;
+	bool blocked = false, looked = false;
+	char name[48];
+	u64 *mask;
+	int i;
+
+	rm = kunit_kzalloc(test, sizeof(*rm), GFP_KERNEL);
+	look = kunit_kzalloc(test, sizeof(*look), GFP_KERNEL);
+	mask = kunit_kzalloc(test, sizeof(*mask), GFP_KERNEL);
+	KUNIT_ASSERT_TRUE(test, rm && look && mask);
+	snprintf(name, sizeof(name), "%s_other_dma", dev_name(ctx->uio_dev));
+	dma_dev = kunit_device_register(test, name);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dma_dev));
+	*mask = DMA_BIT_MASK(32);
+	dma_dev->dma_mask = mask;
+	snprintf(name, sizeof(name), "%s_other", dev_name(ctx->uio_dev));
+	look->dev = kunit_device_register(test, name);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(look->dev));
+	KUNIT_ASSERT_EQ(test, 0, uio_heap_create(dma_dev, look->dev));
+	rm->dev = ctx->dma_dev;
+	init_completion(&rm->done);
+	init_completion(&look->done);
+
+	/* An allocation in progress on the first device's heap... */
+	down_read(&ctx->heap->sem);
+	t = kthread_run(uio_heap_kunit_remove_fn, rm, "uio_heap_kunit/rm");
+	if (IS_ERR(t)) {
+		up_read(&ctx->heap->sem);
+		KUNIT_FAIL(test, "kthread_run: %pe", t);
+		goto remove_other;
+	}
+	/* ...holds up its removal, past the list lock, at the heap's sem. */
+	for (i = 0; i < 500 && !blocked; i++) {
+		msleep(20);
+		blocked = rwsem_is_contended(&ctx->heap->sem);
+	}
+	t = blocked ? kthread_run(uio_heap_kunit_lookup_fn, look,
+				  "uio_heap_kunit/lookup") : NULL;
+	if (!IS_ERR_OR_NULL(t))
+		looked = wait_for_completion_timeout(&look->done, 10 * HZ);
+	up_read(&ctx->heap->sem);
+
+	wait_for_completion(&rm->done);
+	/* A completion is consumed by the wait that saw it. */
+	if (!IS_ERR_OR_NULL(t) && !looked)
+		wait_for_completion(&look->done);
+	KUNIT_EXPECT_TRUE_MSG(test, blocked, "removal never waited for the allocation");
+	KUNIT_EXPECT_FALSE(test, IS_ERR(t));
+	KUNIT_EXPECT_TRUE_MSG(test, looked, "lookup waited for another device's removal");
+	KUNIT_EXPECT_NOT_NULL(test, look->heap);
+	KUNIT_EXPECT_TRUE(test, ctx->heap->dead);
+	if (look->heap)
+		put_device(&look->heap->dev);
+remove_other:
+	uio_heap_remove_for(dma_dev);
+}
+
 static void uio_heap_test_revoke(struct kunit *test)
 {
 	struct uio_heap_kunit *ctx = test->priv;
@@ -601,6 +691,7 @@ static struct kunit_case uio_heap_test_cases[] = {
 	KUNIT_CASE(uio_heap_test_mask),
 	KUNIT_CASE(uio_heap_test_mask_owner),
 	KUNIT_CASE(uio_heap_test_lifecycle),
+	KUNIT_CASE(uio_heap_test_remove_waits_alone),
 	KUNIT_CASE(uio_heap_test_revoke),
 	KUNIT_CASE(uio_heap_test_revoke_dead_heap_alloc),
 	KUNIT_CASE(uio_heap_test_importer_after_revoke),

@@ -12,6 +12,7 @@ usage() {
 	cat >&2 <<EOF
 usage: ${0##*/} --kver KVER --out FILE.cpio.gz --payload DIR
        [--modules-dir DIR] [--ko FILE.ko ...] [--kmod NAME ...]
+       [--kmod-late NAME ...]
 
   --kver KVER        kernel release the initramfs is for (uname -r)
   --out FILE         output initramfs (gzip'd newc cpio)
@@ -20,6 +21,8 @@ usage: ${0##*/} --kver KVER --out FILE.cpio.gz --payload DIR
   --ko FILE.ko       out-of-tree module copied to /lib/modules/extra/ (not loaded)
   --kmod NAME        extra in-tree module loaded at boot, with its deps
                      (uio and uio_pci_generic are always included)
+  --kmod-late NAME   in-tree module and deps the payload loads when it wants
+                     (listed in /lib/modules/late-order.txt)
 EOF
 	exit 2
 }
@@ -27,7 +30,7 @@ EOF
 die() { echo "${0##*/}: $*" >&2; exit 1; }
 
 kver='' out='' payload='' moddir=''
-kos=() kmods=(uio uio_pci_generic)
+kos=() kmods=(uio uio_pci_generic) late=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kver) kver=${2:?}; shift 2 ;;
@@ -36,6 +39,7 @@ while [ $# -gt 0 ]; do
 	--modules-dir) moddir=${2:?}; shift 2 ;;
 	--ko) kos+=("${2:?}"); shift 2 ;;
 	--kmod) kmods+=("${2:?}"); shift 2 ;;
+	--kmod-late) late+=("${2:?}"); shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -77,8 +81,9 @@ add_module() {
 	load_order+=("$rel")
 }
 
+# install_module REL [LIST]: into the initramfs, listed in LIST (load-order).
 install_module() {
-	local rel=$1 src=$moddir/$1 dst
+	local rel=$1 list=${2:-load-order} src=$moddir/$1 dst
 	dst=$root/lib/modules/$kver/${rel%.ko*}.ko
 	mkdir -p "${dst%/*}"
 	case $src in
@@ -88,7 +93,7 @@ install_module() {
 	*.ko) cp "$src" "$dst" ;;
 	*) die "unknown module format: $src" ;;
 	esac
-	echo "/lib/modules/$kver/${rel%.ko*}.ko" >>"$root/lib/modules/load-order.txt"
+	echo "/lib/modules/$kver/${rel%.ko*}.ko" >>"$root/lib/modules/$list.txt"
 }
 
 install_busybox() {
@@ -116,12 +121,22 @@ nogroup:x:65534:
 EOF
 }
 
+# add_modules NAME...: NAMEs and what they need, not yet added, in load_order.
+add_modules() {
+	local m rel
+	load_order=()
+	for m; do
+		rel=${path_of[$(modname "$m")]:-}
+		[ -n "$rel" ] || die "module $m not found in $moddir/modules.dep"
+		add_module "$rel"
+	done
+}
+
 read_modules_dep
-for m in "${kmods[@]}"; do
-	rel=${path_of[$(modname "$m")]:-}
-	[ -n "$rel" ] || die "module $m not found in $moddir/modules.dep"
-	add_module "$rel"
-done
+add_modules "${kmods[@]}"
+boot_order=("${load_order[@]}")
+add_modules ${late[@]+"${late[@]}"}
+late_order=(${load_order[@]+"${load_order[@]}"})
 
 chmod 755 "$root"
 mkdir -p "$root"/{proc,sys,dev,tmp,run,mnt,root,lib/modules/extra}
@@ -130,7 +145,9 @@ mknod -m 666 "$root/dev/null" c 1 3
 install_busybox
 install_etc
 : >"$root/lib/modules/load-order.txt"
-for rel in "${load_order[@]}"; do install_module "$rel"; done
+for rel in "${boot_order[@]}"; do install_module "$rel"; done
+: >"$root/lib/modules/late-order.txt"
+for rel in ${late_order[@]+"${late_order[@]}"}; do install_module "$rel" late-order; done
 for ko in ${kos[@]+"${kos[@]}"}; do
 	[ -f "$ko" ] || die "no such module: $ko"
 	cp "$ko" "$root/lib/modules/extra/"

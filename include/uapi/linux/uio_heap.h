@@ -72,7 +72,8 @@ struct uio_heap_dma_addr {
  * struct uio_heap_import_data - argument of UIO_HEAP_IOCTL_IMPORT
  * @fd:		in: a dma-buf fd from any exporter
  * @flags:	in: must be 0
- * @handle:	out: names the import for UIO_HEAP_IOCTL_UNIMPORT; never 0
+ * @handle:	out: names the import for UIO_HEAP_IOCTL_UNIMPORT; never 0, and
+ *		not given out again by this heap fd until 2^31 imports later
  * @reserved:	must be 0
  * @dma_addr:	out: the buffer's address for the heap's device
  * @size:	out: the buffer's size in bytes

@@ -353,6 +353,12 @@ TEST_F(imp, bad_requests)
 	close(other);
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
 	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
+	/* A released handle is not given out again: a stale one stays stale. */
+	other = uioheap_import(self->heap, buf, &addr, NULL);
+	ASSERT_LT(0, other);
+	EXPECT_NE(handle, other);
+	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
+	EXPECT_EQ(0, uioheap_unimport(self->heap, other));
 	munmap(p, self->len);
 	close(buf);
 }
