@@ -11,6 +11,7 @@
  * 3 module not loaded, 4 no such node, 5 permission denied.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -295,6 +296,7 @@ static int cmd_info(const char *arg)
 /* "4096", "64K", "2M", "1G": bytes, 0 if it makes no sense. */
 static unsigned long long parse_size(const char *s)
 {
+	const char *units = "KMG", *unit;
 	unsigned long long n;
 	char *end;
 
@@ -302,17 +304,10 @@ static unsigned long long parse_size(const char *s)
 	n = strtoull(s, &end, 0);
 	if (errno || end == s || *s == '-')
 		return 0;
-	switch (*end) {
-	case 'G': case 'g':
-		n <<= 10;
-		/* fall through */
-	case 'M': case 'm':
-		n <<= 10;
-		/* fall through */
-	case 'K': case 'k':
-		n <<= 10;
+	unit = *end ? strchr(units, toupper(*end)) : NULL;
+	if (unit) {
+		n <<= 10 * (unit - units + 1);
 		end++;
-		break;
 	}
 	return *end ? 0 : n;
 }
@@ -363,8 +358,9 @@ static int cmd_alloc(const char *arg, const char *size_arg)
 	if (json) {
 		printf("{\"node\": ");
 		json_string(name);
-		printf(", \"size\": %lld, \"dma_addr\": \"%#llx\", \"source\": \"%s\", \"pid\": %d}\n",
-		       (long long)len, (unsigned long long)addr,
+		printf(", \"size\": %lld, \"dma_addr\": \"%#llx\", ", (long long)len,
+		       (unsigned long long)addr);
+		printf("\"source\": \"%s\", \"pid\": %d}\n",
 		       source == UIOHEAP_ADDR_DMA_BUF ? "dma-buf" : "heap",
 		       (int)getpid());
 	} else {
