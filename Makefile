@@ -8,6 +8,7 @@
 #   make check-long          the same, with the robustness battery at full length
 #   make demo                boot a kernel in QEMU and drive a device's DMA
 #   make bench               buffer-cost benchmark in QEMU
+#   make deb                 Debian packages, in build/deb (or $UIOHEAP_OUT/deb)
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 SRC := $(CURDIR)
@@ -48,4 +49,7 @@ demo:
 bench:
 	tests/bench.sh
 
-.PHONY: all modules modules_install clean check check-long demo bench FORCE
+deb:
+	scripts/deb.sh
+
+.PHONY: all modules modules_install clean check check-long demo bench deb FORCE

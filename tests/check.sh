@@ -85,7 +85,7 @@ build failed"
 }
 
 host_checks() {
-	local msg k files ko
+	local msg k files ko deb_rc=0 line
 	echo "TAP version 13"
 
 	files=$(source_files | grep -E '^(drivers/.*\.[ch]|include/.*\.h)$' | grep -v 'conftest\.h$')
@@ -122,6 +122,18 @@ host_checks() {
 			tap_line FAIL "dkms add/build/install $k" "$msg"
 		fi
 	done
+	# The packages on this host: built, installed, used, purged.
+	"$top/tests/deb.sh" "${kernels[@]}" >"$out/deb.tap" 2>&1 || deb_rc=$?
+	while IFS= read -r line; do
+		case $line in
+		"ok "*) tap_line OK "${line#ok }" ;;
+		"not ok "*) tap_line FAIL "${line#not ok }" ;;
+		"#"*) echo "$line" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$out/deb.tap"
+	[ $deb_rc = 0 ] || grep -q '^not ok' "$out/deb.tap" ||
+		tap_line FAIL "tests/deb.sh ran to its end (exit status $deb_rc)"
 	if [ -n "$debug" ]; then
 		build_check "build patched $debug_kver W=1" "$debug/obj" "$out/mod-debug" W=1
 		grep -q '^#define HAVE_DMA_BUF_OPS_GET_DMA_ADDR 1' \
@@ -153,7 +165,13 @@ build_user "$out/user" "$ksrc/tools/testing/selftests"
 payload=$out/payload
 rm -rf "$payload" && mkdir -p "$payload"
 cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" \
-	"$out/user/tools/uio-nvme" "$payload/"
+	"$out/user/tools/uio-nvme" "$out/user/tools/uio-heap" "$payload/"
+# The packaged uio-heap with its libraries, and a program built against the
+# installed libuioheap-dev (tests/deb.sh, a host check): the tool suite
+# runs them where they were built.
+if [ -z "${UIOHEAP_QUICK:-}" ] && [ -d "$out/deb/payload" ]; then
+	cp -a "$out/deb/payload" "$payload/pkg"
+fi
 # The NVMe test image's seed (tools/nvme/pattern.h), logged to replay a run.
 nvme_seed=${UIOHEAP_NVME_SEED:-$((RANDOM << 15 | RANDOM))}
 log "NVMe image seed $nvme_seed"

@@ -12,6 +12,7 @@ pkgs=(
 	linux-image-amd64 linux-image-6.12-amd64
 	linux-source-6.12
 	qemu-system-x86 busybox-static sparse dkms ccache gnuplot-nox
+	debhelper dh-dkms lintian pkgconf adduser
 )
 
 missing=()

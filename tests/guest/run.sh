@@ -137,6 +137,63 @@ demo() {
 	end_stream
 }
 
+# The uio-heap command (tools/uio-heap.c, static), and after the host
+# checks (pkg/, from tests/deb.sh) the packaged one through its shared
+# libraries and a program built against the installed libuioheap-dev.
+tool() {
+	local u list r pid n0 n1 out
+	echo "TAP version 13"
+	u=${UIOHEAP_EDU_UIO%% *}
+	list=$(./uio-heap list)
+	tap $? "uio-heap list"
+	echo "$list" | sed 's/^/# /'
+	echo "$list" | grep -qE "^$u +$u +[0-9a-f:.]+ +uio_pci_generic +$(cat /sys/class/uio_heap/$u/iommu) "
+	tap $? "list: $u, its PCI parent, uio_pci_generic, IOMMU mode"
+	[ "$(echo "$list" | grep -c "^uio")" = "$(ls /sys/class/uio_heap | wc -l)" ]
+	tap $? "list: one line per node"
+	./uio-heap --json list | grep -q "{\"node\": \"$u-cached\", \"uio\": \"$u\", "
+	tap $? "list --json"
+	./uio-heap info /dev/dma_heap/$u-cached | grep -qx "dma_mask_bits: *$(cat /sys/class/uio_heap/$u-cached/dma_mask_bits)"
+	tap $? "info $u-cached"
+
+	n0=$(cat /sys/class/uio_heap/$u/buffers)
+	./uio-heap --json alloc $u 100K >/tmp/alloc.out &
+	pid=$!
+	for _ in $(seq 50); do [ -s /tmp/alloc.out ] && break; usleep 100000; done
+	n1=$(cat /sys/class/uio_heap/$u/buffers)
+	sed 's/^/# /' /tmp/alloc.out
+	grep -q '"size": 102400, "dma_addr": "0x[0-9a-f]*"' /tmp/alloc.out && [ $n1 = $((n0 + 1)) ]
+	tap $? "alloc $u 100K: held ($n0 -> $n1 buffers)"
+	kill -TERM $pid
+	wait $pid
+	r=$?
+	[ $r = 0 ] && [ "$(cat /sys/class/uio_heap/$u/buffers)" = $n0 ]
+	tap $? "alloc: SIGTERM frees it and exits 0 ($r)"
+
+	./uio-heap info nosuch 2>/dev/null
+	[ $? = 4 ]
+	tap $? "info of a missing node: exit status 4"
+	su -s /bin/sh nobody -c "./uio-heap alloc $u 4K" 2>/dev/null
+	[ $? = 5 ]
+	tap $? "alloc as nobody: exit status 5"
+	./uio-heap alloc $u 0 2>/dev/null
+	[ $? = 2 ]
+	tap $? "alloc of size 0: exit status 2"
+
+	if [ -d pkg ]; then
+		r=$(./pkg/ld-linux-x86-64.so.2 --library-path ./pkg ./pkg/uio-heap list)
+		tap $? "packaged uio-heap (libuioheap.so.0) list"
+		[ "$r" = "$(./uio-heap list)" ]
+		tap $? "packaged uio-heap: the same list"
+		for r in $u $u-cached; do
+			out=$(./pkg/user $r 2>&1)
+			tap $? "program built with pkg-config --static uioheap: $r"
+			echo "$out" | sed 's/^/# /'
+		done
+	fi
+	end_stream
+}
+
 # Default order: the basic suite and the kernel's own dma-heap selftest
 # first, the others by name, the demo, and
 # last the lifetime suite, which unbinds devices and unloads the module.
@@ -147,7 +204,7 @@ if [ -z "$suites" ]; then
 		case $t in uio_heap_test|uio_heap_lifetime|*.*) continue ;; esac
 		[ -x "$t" ] && suites="$suites $t"
 	done
-	suites="$suites demo uio_heap_lifetime"
+	suites="$suites demo tool uio_heap_lifetime"
 	[ -f $kunit_ko ] && suites="$suites kunit"
 fi
 # Modules the host wants loaded only after the kernel's own dma-heap
@@ -169,6 +226,7 @@ for t in $suites; do
 	case $t in uio_heap_import|uio_heap_lifetime) load_late ;; esac
 	case $t in
 	demo) suite demo demo ;;
+	tool) suite tool tool ;;
 	dmabuf_heaps) suite dmabuf_heaps ./dmabuf-heap ;;
 	kunit) kunit_ran=1; suite kunit kunit ;;
 	*) suite "$t" "./$t" ;;
