@@ -3,9 +3,14 @@
  * uio-nvme: a polled NVMe driver in userspace, on uio_pci_generic and
  * uio-heap.  The driver is nvme.c; this is what a program does with it.
  *
- * Usage: uio-nvme [-q DEPTH] uioN [identify]
- *        uio-nvme [-q DEPTH] uioN read LBA COUNT  > data
- *        uio-nvme [-q DEPTH] uioN write LBA COUNT < data
+ * Usage: uio-nvme [-c] [-q DEPTH] uioN [identify]
+ *        uio-nvme [-c] [-q DEPTH] uioN read LBA COUNT  > data
+ *        uio-nvme [-c] [-q DEPTH] uioN write LBA COUNT < data
+ *
+ *   -q DEPTH  entries per I/O queue (default 256)
+ *   -c        data buffers from /dev/dma_heap/uioN-cached, the cacheable
+ *             node, with DMA_BUF_IOCTL_SYNC around CPU access; the queues
+ *             stay on the coherent node either way
  *
  * Bind the controller to uio_pci_generic first (its kernel driver must
  * let go of it), and load uio_heap:
@@ -21,11 +26,21 @@
 
 #include "nvme.h"
 
+/* Data buffers from uioN-cached (-c) rather than uioN. */
+static bool cached;
+
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: uio-nvme [-q DEPTH] uioN [identify | read LBA COUNT | write LBA COUNT]\n");
+		"usage: uio-nvme [-c] [-q DEPTH] uioN [identify | read LBA COUNT | write LBA COUNT]\n");
 	return 2;
+}
+
+/* A data buffer from the node -c chose. */
+static int data_alloc(struct nvme_ctrl *c, struct nvme_dma *buf, size_t len)
+{
+	return cached ? nvme_dma_alloc_cached(c, buf, len) :
+			nvme_dma_alloc(c, buf, len);
 }
 
 static int failed(struct nvme_ctrl *c, const char *what)
@@ -50,22 +65,63 @@ static void identify(struct nvme_ctrl *c)
 	       (unsigned long long)(c->nsze * c->lba_size >> 20));
 }
 
+/* Fills @len bytes at @p from stdin. */
+static int fill(uint8_t *p, size_t len)
+{
+	size_t done;
+	ssize_t got;
+
+	for (done = 0; done < len; done += got) {
+		got = read(0, p + done, len - done);
+		if (got <= 0) {
+			fprintf(stderr, "uio-nvme: stdin ended early\n");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Reaps until @q is idle; 0, or 1 after saying what failed. */
+static int reap_all(struct nvme_ctrl *c, struct nvme_queue *q)
+{
+	struct nvme_cpl cpl[64];
+	char text[96];
+	int got, k;
+
+	while (q->inflight) {
+		got = nvme_reap(c, q, cpl, 64);
+		if (got < 0)
+			return failed(c, "completion");
+		for (k = 0; k < got; k++) {
+			if (!cpl[k].status)
+				continue;
+			fprintf(stderr, "uio-nvme: command %u: %s\n", cpl[k].cid,
+				nvme_status_str(cpl[k].status, text, sizeof(text)));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /*
  * Moves COUNT blocks in chunks of max_xfer, keeping up to a window of
  * chunks in flight: submit the whole window, then reap it.  Chunks may
  * complete in any order; each has its own part of one buffer.
+ *
+ * The buffer changes hands twice per window: the CPU fills it (write) or
+ * reads it (read), the controller reads or fills it.  nvme_dma_for_cpu()
+ * and nvme_dma_for_device() mark those hand-overs; they cost nothing on
+ * a coherent buffer and are the cache maintenance on a cached one (-c).
  */
 static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 		    uint64_t count)
 {
+	enum nvme_dma_dir dir = write ? NVME_DMA_TO_DEVICE : NVME_DMA_FROM_DEVICE;
 	struct nvme_queue *q = &c->ioq[0];
 	uint32_t per = c->max_xfer / c->lba_size, nlb;
-	unsigned int window = q->depth - 1, n, k;
-	struct nvme_cpl cpl[64];
-	size_t len, done, blocks;
+	unsigned int window = q->depth - 1, n, chunks;
+	size_t blocks, left;
 	struct nvme_dma buf;
-	char text[96];
-	ssize_t got;
 	int ret;
 
 	/* As many chunks as the queue and one heap buffer hold. */
@@ -75,45 +131,36 @@ static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 		window = NVME_DMA_CHUNK_MAX / c->max_xfer;
 	if (!window)
 		window = 1;
-	ret = nvme_dma_alloc(c, &buf, (size_t)window * c->max_xfer);
+	ret = data_alloc(c, &buf, (size_t)window * c->max_xfer);
 	if (ret)
 		return failed(c, "buffer");
 	while (count) {
-		/* Submit a window of chunks, each with its part of the buffer. */
-		for (n = 0, blocks = 0; n < window && count; n++) {
-			nlb = count < per ? count : per;
-			len = (size_t)nlb * c->lba_size;
-			for (done = 0; write && done < len; done += got) {
-				got = read(0, (char *)buf.cpu + n * c->max_xfer + done,
-					   len - done);
-				if (got <= 0) {
-					fprintf(stderr, "uio-nvme: stdin ended early\n");
-					return 1;
-				}
-			}
+		/* This window: chunks of max_xfer, all full but the last. */
+		blocks = count < (uint64_t)window * per ? count : (uint64_t)window * per;
+		chunks = (blocks + per - 1) / per;
+		/* A write: the CPU fills the buffer, then hands it over. */
+		if (write && nvme_dma_for_cpu(c, &buf, dir))
+			return failed(c, "sync");
+		if (write && fill(buf.cpu, blocks * c->lba_size))
+			return 1;
+		if (nvme_dma_for_device(c, &buf, dir))
+			return failed(c, "sync");
+		/* Submit the window, each chunk with its part of the buffer. */
+		for (n = 0, left = blocks; n < chunks; n++, left -= nlb) {
+			nlb = left < per ? left : per;
 			ret = nvme_submit_rw(c, q, write, lba, nlb, &buf,
 					     (size_t)n * c->max_xfer, NULL);
 			if (ret)
 				return failed(c, "submit");
 			lba += nlb;
-			count -= nlb;
-			blocks += nlb;
 		}
+		count -= blocks;
 		/* Then reap them, in whatever order they complete. */
-		while (q->inflight) {
-			got = nvme_reap(c, q, cpl, 64);
-			if (got < 0)
-				return failed(c, "completion");
-			for (k = 0; k < got; k++) {
-				if (!cpl[k].status)
-					continue;
-				fprintf(stderr, "uio-nvme: command %u: %s\n",
-					cpl[k].cid, nvme_status_str(cpl[k].status,
-								    text, sizeof(text)));
-				return 1;
-			}
-		}
-		/* Chunks are max_xfer apart in the buffer, all full but the last. */
+		if (reap_all(c, q))
+			return 1;
+		/* A read: the buffer comes back before the CPU looks at it. */
+		if (!write && nvme_dma_for_cpu(c, &buf, dir))
+			return failed(c, "sync");
 		if (!write && fwrite(buf.cpu, c->lba_size, blocks, stdout) != blocks)
 			return 1;
 	}
@@ -129,10 +176,13 @@ int main(int argc, char **argv)
 	struct nvme_ctrl c;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "q:")) != -1) {
-		if (opt != 'q')
+	while ((opt = getopt(argc, argv, "cq:")) != -1) {
+		if (opt == 'c')
+			cached = true;
+		else if (opt == 'q')
+			opts.io_depth = strtoul(optarg, NULL, 0);
+		else
 			return usage();
-		opts.io_depth = strtoul(optarg, NULL, 0);
 	}
 	if (optind >= argc)
 		return usage();
