@@ -6,11 +6,14 @@
  * Usage: uio-nvme [-c] [-q DEPTH] uioN [identify]
  *        uio-nvme [-c] [-q DEPTH] uioN read LBA COUNT  > data
  *        uio-nvme [-c] [-q DEPTH] uioN write LBA COUNT < data
+ *        uio-nvme [-c] [-q DEPTH] uioN bench rand|seq SIZE QD SECONDS
  *
- *   -q DEPTH  entries per I/O queue (default 256)
+ *   -q DEPTH  entries per I/O queue (default 256, or more for a deep bench)
  *   -c        data buffers from /dev/dma_heap/uioN-cached, the cacheable
  *             node, with DMA_BUF_IOCTL_SYNC around CPU access; the queues
  *             stay on the coherent node either way
+ *   bench     reads of SIZE bytes, random or sequential, QD of them in
+ *             flight, for SECONDS; prints one line of figures (iobench.h)
  *
  * Bind the controller to uio_pci_generic first (its kernel driver must
  * let go of it), and load uio_heap:
@@ -24,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "iobench.h"
 #include "nvme.h"
 
 /* Data buffers from uioN-cached (-c) rather than uioN. */
@@ -32,7 +36,8 @@ static bool cached;
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: uio-nvme [-c] [-q DEPTH] uioN [identify | read LBA COUNT | write LBA COUNT]\n");
+		"usage: uio-nvme [-c] [-q DEPTH] uioN [identify | read LBA COUNT | write LBA COUNT |\n"
+		"                                      bench rand|seq SIZE QD SECONDS]\n");
 	return 2;
 }
 
@@ -168,11 +173,101 @@ static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 	return 0;
 }
 
+/*
+ * One bench read into slot @s: the buffer goes to the device, and the
+ * command id remembers the slot for the completion.
+ */
+static int bench_read(struct nvme_ctrl *c, struct iobench *b,
+		      struct nvme_dma *slots, uint16_t *slot_of, unsigned int s)
+{
+	uint16_t cid;
+
+	if (nvme_dma_for_device(c, &slots[s], NVME_DMA_FROM_DEVICE) ||
+	    nvme_submit_rw(c, &c->ioq[0], false, iobench_offset(b) / c->lba_size,
+			   b->size / c->lba_size, &slots[s], 0, &cid))
+		return failed(c, "submit");
+	slot_of[cid] = s;
+	return 0;
+}
+
+/*
+ * bench: keeps b->qd reads in flight until the time is up, then reaps
+ * the rest.  Each read has a slot of its own, a buffer of b->size bytes,
+ * and a completed read hands its slot to the next one.  Nothing looks at
+ * the data, but each read syncs as a consumer of it would: for the device
+ * before, for the CPU after (free on the coherent node, two system calls
+ * per read on the cached one).
+ */
+static int bench(struct nvme_ctrl *c, struct iobench *b)
+{
+	struct nvme_queue *q = &c->ioq[0];
+	struct nvme_dma *slots = NULL;
+	uint16_t *slot_of = NULL;
+	struct nvme_cpl cpl[64];
+	unsigned int s;
+	char text[96];
+	int got, k, ret = 1;
+
+	if (b->qd > q->depth - 1u || b->size > c->max_xfer ||
+	    b->size % c->lba_size) {
+		fprintf(stderr, "uio-nvme: bench needs QD <= %u (-q), SIZE <= %zu and a multiple of %u\n",
+			q->depth - 1, c->max_xfer, c->lba_size);
+		return 1;
+	}
+	slots = calloc(b->qd, sizeof(*slots));
+	slot_of = calloc(q->depth, sizeof(*slot_of));
+	if (!slots || !slot_of)
+		goto out;
+	for (s = 0; s < b->qd; s++)
+		slots[s].fd = -1;
+	for (s = 0; s < b->qd; s++)
+		if (data_alloc(c, &slots[s], b->size)) {
+			failed(c, "buffer");
+			goto out;
+		}
+	if (iobench_start(b, c->nsze * c->lba_size))
+		goto out;
+	for (s = 0; s < b->qd; s++)
+		if (bench_read(c, b, slots, slot_of, s))
+			goto out;
+	while (q->inflight) {
+		got = nvme_reap(c, q, cpl, 64);
+		if (got < 0) {
+			failed(c, "completion");
+			goto out;
+		}
+		for (k = 0; k < got; k++) {
+			if (cpl[k].status) {
+				fprintf(stderr, "uio-nvme: command %u: %s\n", cpl[k].cid,
+					nvme_status_str(cpl[k].status, text, sizeof(text)));
+				goto out;
+			}
+			b->ios++;
+			s = slot_of[cpl[k].cid];
+			if (nvme_dma_for_cpu(c, &slots[s], NVME_DMA_FROM_DEVICE)) {
+				failed(c, "sync");
+				goto out;
+			}
+			if (!iobench_over(b) && bench_read(c, b, slots, slot_of, s))
+				goto out;
+		}
+	}
+	iobench_report(b, cached ? "uio-cached" : "uio");
+	ret = 0;
+out:
+	for (s = 0; slots && s < b->qd; s++)
+		nvme_dma_free(&slots[s]);
+	free(slots);
+	free(slot_of);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct nvme_opts opts = { 0 };
 	unsigned long long lba = 0, count = 0;
 	const char *cmd = "identify";
+	struct iobench b;
 	struct nvme_ctrl c;
 	int opt, ret;
 
@@ -188,7 +283,13 @@ int main(int argc, char **argv)
 		return usage();
 	if (optind + 1 < argc)
 		cmd = argv[optind + 1];
-	if (strcmp(cmd, "identify")) {
+	if (!strcmp(cmd, "bench")) {
+		if (optind + 6 != argc || iobench_parse(&b, argv + optind + 2, 512))
+			return usage();
+		/* Room for QD commands: a queue is full at depth - 1. */
+		if (!opts.io_depth)
+			opts.io_depth = b.qd + 1 > 256 ? b.qd + 1 : 256;
+	} else if (strcmp(cmd, "identify")) {
 		if (optind + 4 != argc ||
 		    (strcmp(cmd, "read") && strcmp(cmd, "write")))
 			return usage();
@@ -201,6 +302,8 @@ int main(int argc, char **argv)
 		return failed(&c, "bring-up");
 	if (!strcmp(cmd, "identify"))
 		identify(&c);
+	else if (!strcmp(cmd, "bench"))
+		ret = bench(&c, &b);
 	else
 		ret = transfer(&c, !strcmp(cmd, "write"), lba, count);
 	fflush(stdout);
