@@ -486,11 +486,25 @@ static int queue_submit(struct nvme_queue *q,
 	slot = (struct nvme_sqe *)q->sq.cpu + q->sq_tail;
 	*slot = *cmd;
 	q->sq_tail = (q->sq_tail + 1) % q->depth;
-	dma_wmb();		/* the entry, then the doorbell */
-	*q->sq_db = q->sq_tail;
+	if (!q->plugged) {
+		dma_wmb();	/* the entry, then the doorbell */
+		*q->sq_db = q->sq_tail;
+	}
 	if (cid)
 		*cid = i;
 	return 0;
+}
+
+void nvme_plug(struct nvme_queue *q)
+{
+	q->plugged = true;
+}
+
+void nvme_unplug(struct nvme_queue *q)
+{
+	q->plugged = false;
+	dma_wmb();		/* all the entries, then one doorbell */
+	*q->sq_db = q->sq_tail;
 }
 
 int nvme_reap(struct nvme_ctrl *c, struct nvme_queue *q, struct nvme_cpl *cpl,
@@ -503,6 +517,10 @@ int nvme_reap(struct nvme_ctrl *c, struct nvme_queue *q, struct nvme_cpl *cpl,
 	char csts[96];
 	int n = 0;
 
+	/* Commands the controller was never told about would never complete. */
+	if (q->plugged)
+		return fail(c, -EINVAL, "queue %u: plugged, nvme_unplug() before reaping",
+			    q->qid);
 	while (n < max) {
 		cqe = (volatile struct nvme_cqe *)q->cq.cpu + q->cq_head;
 		status = cqe->status;

@@ -78,6 +78,7 @@ struct nvme_queue {
 	struct nvme_dma prps;		/* one PRP list per command id */
 	size_t prp_list_bytes;		/* size of each of those lists */
 	volatile uint32_t *sq_db, *cq_db;	/* doorbell registers */
+	bool plugged;			/* submissions wait for nvme_unplug() */
 	uint8_t *busy;			/* per command id: submitted */
 };
 
@@ -201,6 +202,16 @@ int nvme_dma_for_cpu(struct nvme_ctrl *c, struct nvme_dma *d,
 int nvme_submit_rw(struct nvme_ctrl *c, struct nvme_queue *q, bool write,
 		   uint64_t slba, uint32_t nlb, const struct nvme_dma *buf,
 		   size_t off, uint16_t *cid);
+
+/*
+ * Batching: between nvme_plug() and nvme_unplug(), submissions on @q only
+ * fill SQ slots, and nvme_unplug() rings the doorbell once for all of
+ * them.  A doorbell is an uncached write to the device that it must react
+ * to; one per batch rather than one per command is what blk-mq's plugging
+ * does in the kernel.  Reaping a plugged queue is refused.
+ */
+void nvme_plug(struct nvme_queue *q);
+void nvme_unplug(struct nvme_queue *q);
 
 /*
  * Reaps up to @max completions of @q into @cpl, waiting up to

@@ -150,7 +150,11 @@ static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 			return 1;
 		if (nvme_dma_for_device(c, &buf, dir))
 			return failed(c, "sync");
-		/* Submit the window, each chunk with its part of the buffer. */
+		/*
+		 * Submit the window, each chunk with its part of the buffer,
+		 * and tell the controller once, for all of them.
+		 */
+		nvme_plug(q);
 		for (n = 0, left = blocks; n < chunks; n++, left -= nlb) {
 			nlb = left < per ? left : per;
 			ret = nvme_submit_rw(c, q, write, lba, nlb, &buf,
@@ -159,6 +163,7 @@ static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 				return failed(c, "submit");
 			lba += nlb;
 		}
+		nvme_unplug(q);
 		count -= blocks;
 		/* Then reap them, in whatever order they complete. */
 		if (reap_all(c, q))
@@ -227,15 +232,19 @@ static int bench(struct nvme_ctrl *c, struct iobench *b)
 		}
 	if (iobench_start(b, c->nsze * c->lba_size))
 		goto out;
+	nvme_plug(q);
 	for (s = 0; s < b->qd; s++)
 		if (bench_read(c, b, slots, slot_of, s))
 			goto out;
+	nvme_unplug(q);
 	while (q->inflight) {
 		got = nvme_reap(c, q, cpl, 64);
 		if (got < 0) {
 			failed(c, "completion");
 			goto out;
 		}
+		/* The reads that replace these go out with one doorbell. */
+		nvme_plug(q);
 		for (k = 0; k < got; k++) {
 			if (cpl[k].status) {
 				fprintf(stderr, "uio-nvme: command %u: %s\n", cpl[k].cid,
@@ -251,6 +260,7 @@ static int bench(struct nvme_ctrl *c, struct iobench *b)
 			if (!iobench_over(b) && bench_read(c, b, slots, slot_of, s))
 				goto out;
 		}
+		nvme_unplug(q);
 	}
 	iobench_report(b, cached ? "uio-cached" : "uio");
 	ret = 0;

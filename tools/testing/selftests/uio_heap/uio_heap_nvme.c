@@ -351,7 +351,8 @@ TEST_F_TIMEOUT(nvme, cached_writes_read_back, TIMEOUT)
  * Every I/O queue filled to depth - 1 commands before the first
  * completion is reaped: single blocks into their own slots, then
  * three-page reads, each with its own PRP list, into a ring of slots that
- * commands reading the same blocks share.
+ * commands reading the same blocks share.  The second time the queue is
+ * plugged: one doorbell for all the commands, and no reaping before it.
  */
 static void fill_queues(struct __test_metadata *_metadata,
 			FIXTURE_DATA(nvme) *self, bool lists)
@@ -375,6 +376,8 @@ static void fill_queues(struct __test_metadata *_metadata,
 			TH_LOG("%s", c->err);
 		seen[qi] = calloc(q->depth, 1);
 		ASSERT_NE(NULL, seen[qi]);
+		if (lists)
+			nvme_plug(q);
 		for (i = 0; i < q->depth - 1u; i++) {
 			k = i % nslots;
 			ASSERT_EQ(0, nvme_submit_rw(c, q, false,
@@ -386,6 +389,11 @@ static void fill_queues(struct __test_metadata *_metadata,
 		/* depth - 1 in flight is full: the SQ would wrap onto its head. */
 		EXPECT_EQ(-EAGAIN, nvme_submit_rw(c, q, false, 0, 1, &buf[qi],
 						  0, NULL));
+		if (lists) {
+			EXPECT_EQ(-EINVAL, nvme_reap(c, q, cpl, 64));
+			EXPECT_NE(NULL, strstr(c->err, "plugged")) TH_LOG("%s", c->err);
+			nvme_unplug(q);
+		}
 		total += q->depth - 1;
 	}
 	for (qi = 0; qi < c->nr_ioq; qi++) {
