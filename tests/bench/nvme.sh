@@ -30,10 +30,12 @@ insmod /lib/modules/extra/uio_heap.ko
 uio=${UIOHEAP_NVME_UIO:-}
 [ -n "$uio" ] || { echo "@ error no UIO device for NVMe ${UIOHEAP_NVME:-?}"; exit 1; }
 
-# The kernel's controller has the only NVMe namespace with a block device.
+# The kernel's controller has the only NVMe namespace with a block device
+# (nvmeXcYnZ are multipath's hidden per-path disks, without a node).
 dev=
 for _ in $(seq 100); do
 	for b in /sys/block/nvme*n*; do
+		case ${b##*/} in *c*) continue ;; esac
 		[ -e "$b" ] && dev=/dev/${b##*/}
 	done
 	[ -n "$dev" ] && [ -b "$dev" ] && break
@@ -41,7 +43,7 @@ for _ in $(seq 100); do
 	usleep 100000
 done
 [ -n "$dev" ] || { echo "@ error no block device of the kernel's nvme driver"; exit 1; }
-echo "@ info nvme-kernel $dev $(cat "/sys/block/${dev#/dev/}/device/serial" 2>/dev/null || true)"
+echo "@ info nvme-kernel $dev $(sed 's/ *$//' "/sys/block/${dev#/dev/}/device/serial" 2>/dev/null || true)"
 ./uio-nvme "$uio" identify | sed 's/^/# /'
 # measure CMD...: one run of a reader, its line turned into "@ nvme".
 rc=0
