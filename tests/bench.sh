@@ -5,7 +5,9 @@
 # udmabuf, the pagemap hack and a plain memset.  Boots Debian's stock 6.12
 # kernel in QEMU (TCG) with the IOMMU off, then on (and once more with
 # multi-threaded TCG for the two-thread figure), runs tools/uio-heap-bench
-# there, and writes to ${UIOHEAP_OUT:-build}/bench/:
+# there.  Then the NVMe example driver against the kernel's nvme driver,
+# on two identical controllers in one VM, IOMMU on (tests/bench/nvme.sh).
+# Writes to ${UIOHEAP_OUT:-build}/bench/:
 #
 #   results.txt   the tables, ratios and targets (also printed)
 #   cycle.png     cycle cost against size, one line per method (log-log)
@@ -16,7 +18,8 @@
 # absolute times with hardware.  Knobs (for development; make bench sets
 # none):
 #   UIOHEAP_BENCH_BUDGET=2              seconds per size or figure, in the guest
-#   UIOHEAP_BENCH_RUNS="off on mttcg"   which VM runs
+#   UIOHEAP_BENCH_RUNS="off on mttcg nvme"  which VM runs (also nvme-off:
+#                                       the NVMe figures with the IOMMU off)
 #   UIOHEAP_BENCH_KO=path.ko            measure this module instead of building
 #   UIOHEAP_BENCH_ARGS=k=v,...          more uioheap.args for the guest
 #                                       (tests/bench/run.sh), e.g.
@@ -29,7 +32,7 @@ set -euo pipefail
 start=$SECONDS
 bdir=$out/bench
 budget=${UIOHEAP_BENCH_BUDGET:-2}
-runs=${UIOHEAP_BENCH_RUNS:-off on mttcg}
+runs=${UIOHEAP_BENCH_RUNS:-off on mttcg nvme}
 extra=${UIOHEAP_BENCH_ARGS:+,$UIOHEAP_BENCH_ARGS}
 mkdir -p "$bdir"
 rm -f "$bdir"/raw-*.txt "$bdir"/results.txt "$bdir"/cycle.png "$bdir"/cycle.dat
@@ -52,20 +55,37 @@ log "building uio-heap-bench"
 make -s -C "$top/tools" OUT="$bdir/user" >&2
 payload=$bdir/payload
 rm -rf "$payload" && mkdir -p "$payload"
-cp "$top/tests/bench/run.sh" "$bdir/user/uio-heap-bench" "$payload/"
+cp "$top/tests/bench/run.sh" "$top/tests/bench/nvme.sh" "$bdir/user/uio-heap-bench" \
+	"$bdir/user/uio-nvme" "$bdir/user/nvme-odirect" "$payload/"
 
-# vm NAME IOMMU TCG TESTS: one VM run into raw-NAME.txt.  Never fatal: the
-# report says what is missing.
+# vm NAME IOMMU TCG TESTS [run-vm args]: one VM run into raw-NAME.txt.
+# Never fatal: the report says what is missing.
 vm() {
 	local name=$1 iommu=$2 tcg=$3 tests=$4 rc=0 t0=$SECONDS
+	shift 4
 	log "VM $name: $kver, IOMMU $iommu, TCG $tcg, tests: ${tests//+/ }"
 	run_payload "$kver" "/boot/vmlinuz-$kver" "$ko" "$payload" "$iommu" \
 		"$bdir/vm-$name.log" --timeout 900 --mem 2G --tcg "$tcg" \
-		--append "uioheap.args=tests=$tests,budget=$budget$extra" \
+		--append "uioheap.args=tests=$tests,budget=$budget$extra" "$@" \
 		>"$bdir/raw-$name.txt" || rc=$?
 	echo "@ info vm-seconds $((SECONDS - t0))" >>"$bdir/raw-$name.txt"
 	[ $rc = 0 ] || log "VM $name failed (rc $rc), see $bdir/vm-$name.log"
 	grep -v '^@' "$bdir/raw-$name.txt" | sed "s/^/[$name] /" >&2 || true
+}
+
+# nvme_vm NAME IOMMU: the NVMe figures.  Two controllers with the same
+# kind of image (check.sh's: tools/nvme/pattern.h), one for uio-nvme, one
+# for the kernel's nvme driver, loaded at boot (guest-init.sh takes the
+# first one back for uio_pci_generic).
+nvme_vm() {
+	local img=$bdir/nvme-$1
+	if ! "$bdir/user/uio-nvme-pattern" "$img-uio.img" 64 1 ||
+	   ! "$bdir/user/uio-nvme-pattern" "$img-kernel.img" 64 1; then
+		die "cannot write the NVMe images"
+	fi
+	UIOHEAP_KMODS="--kmod nvme" vm "$@" single nvme \
+		--nvme "$img-uio.img" --nvme2 "$img-kernel.img"
+	rm -f "$img-uio.img" "$img-kernel.img"
 }
 
 for r in $runs; do
@@ -75,6 +95,8 @@ for r in $runs; do
 	# Single-threaded TCG runs both vCPUs on one host thread, so two guest
 	# threads never run at once there; multi-threaded TCG can run them.
 	mttcg) vm mttcg off multi threads ;;
+	nvme) nvme_vm nvme on ;;
+	nvme-off) nvme_vm nvme-off off ;;
 	*) die "unknown run $r" ;;
 	esac
 done

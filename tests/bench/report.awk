@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# awk -f report.awk raw-host.txt raw-off.txt raw-on.txt raw-mttcg.txt
+# awk -f report.awk raw-host.txt raw-off.txt raw-on.txt raw-mttcg.txt raw-nvme.txt
 #
 # The results of make bench as plain text: tables, ratios measured side by
 # side in one VM run, and the project's targets.  Reads the "@ ..." lines
@@ -67,6 +67,14 @@ $2 == "max" {
 }
 $2 == "gib-cycle" { gib[run] = $4; for (i = 5; i <= NF; i++) gibph[run, i - 4] = $i; next }
 $2 == "zero" { zero[run, $3] = $8; zorder[++nz] = $3; next }
+# @ nvme DRIVER PATTERN SIZE QD IOS NS USER_NS SYS_NS BUSY_NS (tests/bench/nvme.sh)
+$2 == "nvme" {
+	f = $4 SUBSEP $5 SUBSEP $6
+	if (!((run, f) in hasfig)) { hasfig[run, f] = 1; figorder[run, ++nfig[run]] = f }
+	k = run SUBSEP f SUBSEP $3
+	nios[k] += $7; nns[k] += $8; ncpu[k] += $9 + $10; nsys[k] += $10; nbusy[k] += $11
+	next
+}
 # @ profile METHOD CALLER>...>FUNCTION CALLS US SELF_US (per cycle)
 $2 == "profile" {
 	k = run SUBSEP $3
@@ -246,6 +254,44 @@ function profile_table(r, title) {
 	print ""
 }
 
+function iops(k) { return k in nns && nns[k] ? nios[k] / (nns[k] / 1e9) : "" }
+function per_io(v, k) { return k in nios && nios[k] ? v / nios[k] : "" }
+
+# The NVMe figures of run r: per read pattern, each driver's IOPS and CPU
+# time per I/O, then the example driver's against the kernel's.
+function nvme_table(r, title,    i, j, f, p, k, kk, d, line) {
+	if (!nfig[r]) return
+	print title
+	printf "  %-14s %-11s %8s %8s %13s %13s %11s\n", "reads", "driver", "IOPS", "MB/s",
+		"CPU us/IO", "(of it sys)", "VM CPU us/IO"
+	for (i = 1; i <= nfig[r]; i++) {
+		f = figorder[r, i]; split(f, p, SUBSEP)
+		for (j = 1; j <= 3; j++) {
+			d = j == 1 ? "uio" : j == 2 ? "uio-cached" : "kernel"
+			k = r SUBSEP f SUBSEP d
+			if (!(k in nios)) continue
+			printf "  %-14s %-11s %8.0f %8.1f %13s %13s %11s\n",
+				(j == 1 ? p[1] " " hsize(p[2]) " QD" p[3] : ""), d, iops(k),
+				iops(k) * p[2] / 1e6, us(per_io(ncpu[k], k)), us(per_io(nsys[k], k)),
+				us(per_io(nbusy[k], k))
+		}
+		k = r SUBSEP f SUBSEP "uio"; kk = r SUBSEP f SUBSEP "kernel"
+		printf "  %-14s %-11s %8s %8s %13s %13s %11s\n", "", "uio/kernel", ratio(iops(k), iops(kk)), "",
+			ratio(per_io(ncpu[k], k), per_io(ncpu[kk], kk)), "",
+			ratio(per_io(nbusy[k], k), per_io(nbusy[kk], kk))
+	}
+	print "  uio: tools/nvme/uio-nvme bench on the controller bound to uio_pci_generic"
+	print "  (polled, queues and buffers from uioN); uio-cached: its data buffers from"
+	print "  uioN-cached, with SYNC END before and START after each read; kernel:"
+	print "  nvme-odirect, O_DIRECT + Linux AIO on the second, identical controller,"
+	print "  driven by the kernel's nvme driver (interrupts).  CPU us/IO: the process's"
+	print "  user + system time (getrusage); VM CPU: all vCPUs' non-idle time"
+	print "  (/proc/stat, interrupts included).  uio/kernel: IOPS ratio (> 1: the"
+	print "  example is faster) and CPU-per-I/O ratios (< 1: it is cheaper).  TCG"
+	print "  distorts all of it: see Documentation/benchmark.md, NVMe."
+	print ""
+}
+
 function bw_table(r, title,    ops, i, a, b) {
 	if (!((r, "uio-memset") in bw)) return
 	print title
@@ -373,9 +419,11 @@ END {
 	if ("off" in maxlo)
 		target("  IOMMU off (no target: physically contiguous)", maxlo["off"] " MiB", "")
 	print ""
+	nvme_table("nvme", "14a. NVMe: the example driver against the kernel's nvme driver, one VM, IOMMU on")
+	nvme_table("nvme-off", "14b. NVMe: the example driver against the kernel's nvme driver, one VM, IOMMU off")
 	printf "make bench took %s s (VM runs:", info["host", "seconds"]
-	for (i = 1; i <= 3; i++) {
-		r = i == 1 ? "off" : i == 2 ? "on" : "mttcg"
+	for (i = 1; i <= 5; i++) {
+		r = i == 1 ? "off" : i == 2 ? "on" : i == 3 ? "mttcg" : i == 4 ? "nvme" : "nvme-off"
 		if ((r, "vm-seconds") in info) printf " %s %s s", r, info[r, "vm-seconds"]
 	}
 	print ")"

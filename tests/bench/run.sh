@@ -3,7 +3,8 @@
 #
 # The benchmark payload, run inside the VM by the initramfs' /init after
 # the edu devices were bound to uio_pci_generic (tests/vm/guest-init.sh):
-# loads uio_heap and runs uio-heap-bench on the 64-bit edu's heap.
+# loads uio_heap and runs uio-heap-bench on the 64-bit edu's heap, or for
+# tests=nvme hands over to nvme.sh.
 #
 # From the kernel command line (uioheap.args=, see tests/bench.sh):
 #   UIOHEAP_TESTS      tests to run, e.g. "cycle addr" (default: all)
@@ -16,6 +17,8 @@
 #   UIOHEAP_PROFILE    also profile 1 MiB cycles with ftrace (any value)
 set -eu
 cd "$(dirname "$0")"
+# The NVMe VM run measures drivers, not buffers.
+[ "${UIOHEAP_TESTS:-}" = nvme ] && exec ./nvme.sh
 
 echo "# kernel $(uname -r), IOMMU ${UIOHEAP_IOMMU:-?}, tests: ${UIOHEAP_TESTS:-all}"
 echo "@ info iommu ${UIOHEAP_IOMMU:-?}"

@@ -68,9 +68,16 @@ bind_edu() {
 	setup_failed "edu devices not bound to uio_pci_generic after 5 s"
 }
 
-# The NVMe controller, QEMU's 1b36:0010: no kernel driver is loaded for it.
+# The NVMe controller, QEMU's 1b36:0010.  make bench loads the kernel's
+# nvme driver for a second controller (UIOHEAP_NVME_KERNEL); it took both,
+# and lets go of this one.  new_id binds every unbound one: only this.
 bind_nvme() {
+	local d=/sys/bus/pci/devices/${UIOHEAP_NVME:-}
 	[ -n "${UIOHEAP_NVME:-}" ] || return 0
+	if [ -e "$d/driver" ]; then
+		echo "$UIOHEAP_NVME" >"$d/driver/unbind" ||
+			setup_failed "NVMe $UIOHEAP_NVME: cannot unbind from its driver"
+	fi
 	echo "1b36 0010" >/sys/bus/pci/drivers/uio_pci_generic/new_id ||
 		setup_failed "new_id write for NVMe to uio_pci_generic failed"
 	for _ in $(seq 50); do

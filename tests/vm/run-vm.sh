@@ -14,12 +14,15 @@ usage() {
 	cat >&2 <<EOF
 usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
        --log FILE [--klog FILE] [--mem 2G] [--smp 2] [--edu N] [--append "extra cmdline"]
-       [--tcg single|multi] [--nvme IMAGE]
+       [--tcg single|multi] [--nvme IMAGE] [--nvme2 IMAGE]
 
   --edu N     number of edu devices (default and minimum 2): 0000:00:10.0 has
               the default 28-bit DMA mask, 0000:00:11.0 ... are 64-bit
   --nvme      raw image behind the NVMe controller at 0000:00:0c.0 (default:
               an empty 64 MiB one, deleted afterwards); QEMU writes to it
+  --nvme2     raw image behind a second, identical controller at 0000:00:0d.0
+              (serial uioheap1), named to the guest as nvme_kernel: make
+              bench leaves it to the kernel's nvme driver
   --klog      the kernel's console (default: LOG with .log replaced by .kmsg)
   --append    extra kernel command line (e.g. iommu.strict=1)
   --tcg       single (default): one host thread for all vCPUs; multi: MTTCG,
@@ -31,7 +34,7 @@ EOF
 die() { echo "${0##*/}: $*" >&2; exit "${2:-2}"; }
 
 kernel='' initrd='' iommu='' tmo='' log='' klog='' mem=2G smp=2 nedu=2 append='' tcg=single
-nvme=''
+nvme='' nvme2=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
@@ -46,6 +49,7 @@ while [ $# -gt 0 ]; do
 	--append) append=${2?}; shift 2 ;;
 	--tcg) tcg=${2:?}; shift 2 ;;
 	--nvme) nvme=${2:?}; shift 2 ;;
+	--nvme2) nvme2=${2:?}; shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -94,7 +98,14 @@ fi
 [ -w "$nvme" ] || die "cannot write NVMe image $nvme"
 qemu+=(-drive "file=$nvme,if=none,format=raw,id=nvm0"
        -device "nvme,serial=uioheap0,drive=nvm0,addr=0x0c")
-cmdline+=" uioheap.args=iommu=$iommu,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0 $append"
+args="iommu=$iommu,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0"
+if [ -n "$nvme2" ]; then
+	[ -w "$nvme2" ] || die "cannot write NVMe image $nvme2"
+	qemu+=(-drive "file=$nvme2,if=none,format=raw,id=nvm1"
+	       -device "nvme,serial=uioheap1,drive=nvm1,addr=0x0d")
+	args+=",nvme_kernel=0000:00:0d.0"
+fi
+cmdline+=" uioheap.args=$args $append"
 qemu+=(-append "$cmdline")
 : >"$log"; : >"$klog"
 start=$(date +%s)

@@ -72,14 +72,20 @@ void *uioheap_map(int buf_fd, size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-int uioheap_sync(int buf_fd, int start, int write)
+int uioheap_sync_rw(int buf_fd, int start, unsigned int rw)
 {
 	struct dma_buf_sync sync = {
 		.flags = (start ? DMA_BUF_SYNC_START : DMA_BUF_SYNC_END) |
-			 (write ? DMA_BUF_SYNC_RW : DMA_BUF_SYNC_READ),
+			 (rw & DMA_BUF_SYNC_RW),
 	};
 
 	return ioctl(buf_fd, DMA_BUF_IOCTL_SYNC, &sync) < 0 ? -errno : 0;
+}
+
+int uioheap_sync(int buf_fd, int start, int write)
+{
+	return uioheap_sync_rw(buf_fd, start,
+			       write ? DMA_BUF_SYNC_RW : DMA_BUF_SYNC_READ);
 }
 
 int uioheap_import(int heap_fd, int dmabuf_fd, uint64_t *addr, uint64_t *size)

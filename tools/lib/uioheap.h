@@ -38,8 +38,18 @@ int uioheap_dma_addr(int heap_fd, int buf_fd, uint64_t *addr,
 /* mmap()s @len bytes of the buffer shared, read-write; NULL on failure. */
 void *uioheap_map(int buf_fd, size_t len);
 
-/* DMA_BUF_IOCTL_SYNC around CPU access: @start 1 to begin, 0 to end. */
+/*
+ * DMA_BUF_IOCTL_SYNC around CPU access: @start 1 to begin, 0 to end;
+ * @write 0 for reading only (DMA_BUF_SYNC_READ), else reading and writing.
+ */
 int uioheap_sync(int buf_fd, int start, int write);
+
+/*
+ * The same with the CPU's access spelled out: @rw is DMA_BUF_SYNC_READ
+ * (the CPU reads what the device wrote), DMA_BUF_SYNC_WRITE (the device
+ * reads what the CPU wrote) or DMA_BUF_SYNC_RW.
+ */
+int uioheap_sync_rw(int buf_fd, int start, unsigned int rw);
 
 /*
  * Imports the dma-buf @dmabuf_fd, from any exporter, for the heap's device:

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/dma-buf.h>
+
 #include "lib/uioheap.h"
 #include "nvme.h"
 
@@ -278,24 +280,31 @@ static int map_bar(struct nvme_ctrl *c)
 
 /* ---- DMA memory: every byte the controller touches comes from here ---- */
 
-int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
+static int dma_alloc_from(struct nvme_ctrl *c, struct nvme_dma *d, size_t len,
+			  bool cached)
 {
+	int heap = cached ? c->cached_fd : c->heap_fd;
 	int ret;
 
 	memset(d, 0, sizeof(*d));
-	d->fd = uioheap_alloc(c->heap_fd, len, O_RDWR | O_CLOEXEC);
+	d->fd = -1;
+	if (heap < 0)
+		return fail(c, heap, "/dev/dma_heap/%s%s: %s", c->uio,
+			    cached ? "-cached" : "", strerror(-heap));
+	d->fd = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
 	if (d->fd < 0) {
 		ret = d->fd;
 		d->fd = -1;
-		return fail(c, ret, "allocating %zu bytes from /dev/dma_heap/%s: %s",
-			    len, c->uio, strerror(-ret));
+		return fail(c, ret, "allocating %zu bytes from /dev/dma_heap/%s%s: %s",
+			    len, c->uio, cached ? "-cached" : "", strerror(-ret));
 	}
 	d->len = len;
+	d->cached = cached;
 	/*
 	 * The address the *device* uses: an IOVA behind an IOMMU, a bus
 	 * address without one.  Never a physical address from pagemap.
 	 */
-	ret = uioheap_dma_addr(c->heap_fd, d->fd, &d->addr, NULL);
+	ret = uioheap_dma_addr(heap, d->fd, &d->addr, NULL);
 	if (ret) {
 		nvme_dma_free(d);
 		/* Physical addresses (no IOMMU) are for CAP_SYS_RAWIO only. */
@@ -312,6 +321,60 @@ int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
 			    strerror(-ret));
 	}
 	return 0;
+}
+
+int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
+{
+	return dma_alloc_from(c, d, len, false);
+}
+
+int nvme_dma_alloc_cached(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
+{
+	return dma_alloc_from(c, d, len, true);
+}
+
+/*
+ * What the CPU does with the data, in DMA_BUF_IOCTL_SYNC's terms: it
+ * reads what the device wrote (a read command), or the device reads what
+ * it wrote (a write command).
+ */
+static unsigned int sync_rw(enum nvme_dma_dir dir)
+{
+	switch (dir) {
+	case NVME_DMA_FROM_DEVICE:
+		return DMA_BUF_SYNC_READ;
+	case NVME_DMA_TO_DEVICE:
+		return DMA_BUF_SYNC_WRITE;
+	default:
+		return DMA_BUF_SYNC_RW;
+	}
+}
+
+static int dma_sync(struct nvme_ctrl *c, struct nvme_dma *d,
+		    enum nvme_dma_dir dir, bool for_cpu)
+{
+	int ret;
+
+	/* Coherent memory: the CPU and the device already agree. */
+	if (!d->cached)
+		return 0;
+	ret = uioheap_sync_rw(d->fd, for_cpu, sync_rw(dir));
+	if (ret)
+		return fail(c, ret, "DMA_BUF_IOCTL_SYNC %s of a %zu-byte buffer: %s",
+			    for_cpu ? "START" : "END", d->len, strerror(-ret));
+	return 0;
+}
+
+int nvme_dma_for_device(struct nvme_ctrl *c, struct nvme_dma *d,
+			enum nvme_dma_dir dir)
+{
+	return dma_sync(c, d, dir, false);
+}
+
+int nvme_dma_for_cpu(struct nvme_ctrl *c, struct nvme_dma *d,
+		     enum nvme_dma_dir dir)
+{
+	return dma_sync(c, d, dir, true);
 }
 
 void nvme_dma_free(struct nvme_dma *d)
@@ -423,11 +486,25 @@ static int queue_submit(struct nvme_queue *q,
 	slot = (struct nvme_sqe *)q->sq.cpu + q->sq_tail;
 	*slot = *cmd;
 	q->sq_tail = (q->sq_tail + 1) % q->depth;
-	dma_wmb();		/* the entry, then the doorbell */
-	*q->sq_db = q->sq_tail;
+	if (!q->plugged) {
+		dma_wmb();	/* the entry, then the doorbell */
+		*q->sq_db = q->sq_tail;
+	}
 	if (cid)
 		*cid = i;
 	return 0;
+}
+
+void nvme_plug(struct nvme_queue *q)
+{
+	q->plugged = true;
+}
+
+void nvme_unplug(struct nvme_queue *q)
+{
+	q->plugged = false;
+	dma_wmb();		/* all the entries, then one doorbell */
+	*q->sq_db = q->sq_tail;
 }
 
 int nvme_reap(struct nvme_ctrl *c, struct nvme_queue *q, struct nvme_cpl *cpl,
@@ -440,6 +517,10 @@ int nvme_reap(struct nvme_ctrl *c, struct nvme_queue *q, struct nvme_cpl *cpl,
 	char csts[96];
 	int n = 0;
 
+	/* Commands the controller was never told about would never complete. */
+	if (q->plugged)
+		return fail(c, -EINVAL, "queue %u: plugged, nvme_unplug() before reaping",
+			    q->qid);
 	while (n < max) {
 		cqe = (volatile struct nvme_cqe *)q->cq.cpu + q->cq_head;
 		status = cqe->status;
@@ -769,19 +850,21 @@ static void release(struct nvme_ctrl *c)
 		close(c->cfg_fd);
 	if (c->heap_fd >= 0)
 		close(c->heap_fd);
+	if (c->cached_fd >= 0)
+		close(c->cached_fd);
 	c->bar = NULL;
-	c->cfg_fd = c->heap_fd = -1;
+	c->cfg_fd = c->heap_fd = c->cached_fd = -1;
 	c->nr_ioq = 0;
 }
 
 int nvme_open(struct nvme_ctrl *c, const char *uio,
 	      const struct nvme_opts *opts)
 {
-	char err[sizeof(c->err)];
+	char err[sizeof(c->err)], cached[sizeof(c->uio) + 8];
 	int i, ret;
 
 	memset(c, 0, sizeof(*c));
-	c->cfg_fd = c->heap_fd = -1;
+	c->cfg_fd = c->heap_fd = c->cached_fd = -1;
 	c->ident.fd = c->admin.sq.fd = c->admin.cq.fd = c->admin.prps.fd = -1;
 	for (i = 0; i < NVME_MAX_IOQ; i++)
 		c->ioq[i].sq.fd = c->ioq[i].cq.fd = c->ioq[i].prps.fd = -1;
@@ -801,6 +884,16 @@ int nvme_open(struct nvme_ctrl *c, const char *uio,
 		return fail(c, ret, "/dev/dma_heap/%s: %s (is uio_heap loaded?)",
 			    uio, strerror(-ret));
 	}
+	/*
+	 * Its cacheable twin, for data buffers only.  Queues stay on the
+	 * coherent node: the controller writes completion entries that the
+	 * CPU polls, and the CPU writes submission entries the controller
+	 * fetches whenever it likes; neither side could say when to sync.
+	 * Optional: without it, only nvme_dma_alloc_cached() fails, with
+	 * the -errno kept here.
+	 */
+	snprintf(cached, sizeof(cached), "%s-cached", uio);
+	c->cached_fd = uioheap_open(cached);
 	ret = map_bar(c);
 	if (ret)
 		goto out;

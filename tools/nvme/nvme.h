@@ -6,8 +6,10 @@
  *   registers   BAR0, mmap()ed from /sys/bus/pci/devices/BDF/resource0
  *               (uio_pci_generic exposes no UIO maps)
  *   DMA memory  queues, PRP lists and data buffers all come from the
- *               device's heap, /dev/dma_heap/uioN, and the controller is
- *               given the address the heap reports for each buffer
+ *               device's heap, and the controller is given the address the
+ *               heap reports for each buffer: queues and PRP lists from
+ *               the coherent node /dev/dma_heap/uioN, data buffers from it
+ *               or from the cacheable node /dev/dma_heap/uioN-cached
  *   completion  polled: the phase bit of the next completion entry
  *
  * Everything the controller can do differently is read from it: queue
@@ -28,9 +30,10 @@
 /* One buffer from the heap: the CPU's view and the controller's. */
 struct nvme_dma {
 	int fd;			/* the dma-buf */
-	void *cpu;		/* mmap()ed, coherent for the device */
+	void *cpu;		/* mmap()ed */
 	uint64_t addr;		/* what the controller is programmed with */
 	size_t len;
+	bool cached;		/* from uioN-cached: sync around CPU access */
 };
 
 /* Submission queue entry: 64 bytes, one command. */
@@ -75,6 +78,7 @@ struct nvme_queue {
 	struct nvme_dma prps;		/* one PRP list per command id */
 	size_t prp_list_bytes;		/* size of each of those lists */
 	volatile uint32_t *sq_db, *cq_db;	/* doorbell registers */
+	bool plugged;			/* submissions wait for nvme_unplug() */
 	uint8_t *busy;			/* per command id: submitted */
 };
 
@@ -91,6 +95,7 @@ struct nvme_ctrl {
 	char uio[16];			/* "uio2" */
 	char pci[32];			/* "0000:00:12.0" */
 	int heap_fd;			/* /dev/dma_heap/uioN */
+	int cached_fd;			/* /dev/dma_heap/uioN-cached, or -errno */
 	int cfg_fd;			/* PCI config space */
 	volatile uint8_t *bar;		/* BAR0 */
 	size_t bar_len;
@@ -146,9 +151,47 @@ int nvme_open(struct nvme_ctrl *c, const char *uio,
  */
 int nvme_close(struct nvme_ctrl *c);
 
-/* Allocates @len bytes of DMA memory from the controller's heap. */
+/*
+ * Allocates @len bytes of DMA memory from the controller's coherent heap
+ * node, uioN: what the CPU writes the controller sees, and the other way
+ * round, without cache maintenance.
+ */
 int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len);
+
+/*
+ * Allocates a data buffer from uioN-cached: always mapped cacheable, so
+ * the CPU reads and copies it at memory speed, but where the device does
+ * not snoop CPU caches the two views differ until synced.  Only for data:
+ * the driver's queues stay coherent.  -ENOENT: the node does not exist.
+ */
+int nvme_dma_alloc_cached(struct nvme_ctrl *c, struct nvme_dma *d, size_t len);
 void nvme_dma_free(struct nvme_dma *d);
+
+/*
+ * Handing a data buffer back and forth between the CPU and the device,
+ * as a kernel driver does with dma_sync_single_for_device()/_for_cpu():
+ *
+ *   write command:  for_cpu(TO_DEVICE), the CPU fills the buffer,
+ *                   for_device(TO_DEVICE), submit, reap
+ *   read command:   for_device(FROM_DEVICE), submit, reap,
+ *                   for_cpu(FROM_DEVICE), the CPU reads the data
+ *
+ * BIDIRECTIONAL where the CPU both wrote the buffer and reads what the
+ * device wrote into it.  These are DMA_BUF_IOCTL_SYNC with
+ * DMA_BUF_SYNC_END (for_device) and _START (for_cpu); on a coherent
+ * buffer they do nothing, so code that calls them works with both nodes.
+ * The whole buffer is synced: one call may cover many commands' slots.
+ */
+enum nvme_dma_dir {
+	NVME_DMA_FROM_DEVICE,	/* a read command: the device writes */
+	NVME_DMA_TO_DEVICE,	/* a write command: the device reads */
+	NVME_DMA_BIDIRECTIONAL,
+};
+
+int nvme_dma_for_device(struct nvme_ctrl *c, struct nvme_dma *d,
+			enum nvme_dma_dir dir);
+int nvme_dma_for_cpu(struct nvme_ctrl *c, struct nvme_dma *d,
+		     enum nvme_dma_dir dir);
 
 /*
  * Queues a read or write of @nlb blocks at @slba, to or from @buf at byte
@@ -159,6 +202,16 @@ void nvme_dma_free(struct nvme_dma *d);
 int nvme_submit_rw(struct nvme_ctrl *c, struct nvme_queue *q, bool write,
 		   uint64_t slba, uint32_t nlb, const struct nvme_dma *buf,
 		   size_t off, uint16_t *cid);
+
+/*
+ * Batching: between nvme_plug() and nvme_unplug(), submissions on @q only
+ * fill SQ slots, and nvme_unplug() rings the doorbell once for all of
+ * them.  A doorbell is an uncached write to the device that it must react
+ * to; one per batch rather than one per command is what blk-mq's plugging
+ * does in the kernel.  Reaping a plugged queue is refused.
+ */
+void nvme_plug(struct nvme_queue *q);
+void nvme_unplug(struct nvme_queue *q);
 
 /*
  * Reaps up to @max completions of @q into @cpl, waiting up to

@@ -10,9 +10,11 @@
  * controller is a failure, not a skip.
  *
  * Reads and writes, single-page, two-page and PRP-list transfers, a full
- * queue, the addresses the controller is given (IOVAs behind an IOMMU,
- * physical addresses without one: UIOHEAP_IOMMU says which), decoded
- * errors and timeouts, refused bad input, and revocation on unbind.
+ * queue, data buffers from both heap nodes (uioN and uioN-cached, with
+ * DMA_BUF_IOCTL_SYNC), the addresses the controller is given (IOVAs
+ * behind an IOMMU, physical addresses without one: UIOHEAP_IOMMU says
+ * which), decoded errors and timeouts, refused bad input, and revocation
+ * on unbind.
  *
  * Every test prints "# summary: nvme_ios=N", the I/O commands it
  * completed.
@@ -87,6 +89,30 @@ FIXTURE_TEARDOWN(nvme)
 	fflush(stdout);
 }
 
+/* A data buffer from the coherent node, or from uioN-cached. */
+static int data_alloc(struct nvme_ctrl *c, struct nvme_dma *buf, size_t len,
+		      bool cached)
+{
+	return cached ? nvme_dma_alloc_cached(c, buf, len) :
+			nvme_dma_alloc(c, buf, len);
+}
+
+/*
+ * nvme_rw() with the hand-overs a buffer of the cached node needs (no-ops
+ * on the coherent one): to the device before the command, back to the
+ * CPU after it.  Reads are BIDIRECTIONAL: the tests fill a buffer with a
+ * guard pattern before the device writes part of it, and read both.
+ */
+static int synced_rw(struct nvme_ctrl *c, bool write, uint64_t lba,
+		     uint32_t nlb, struct nvme_dma *buf, size_t off)
+{
+	enum nvme_dma_dir dir = write ? NVME_DMA_TO_DEVICE : NVME_DMA_BIDIRECTIONAL;
+
+	return nvme_dma_for_device(c, buf, dir) ? :
+	       nvme_rw(c, write, lba, nlb, buf, off) ? :
+	       nvme_dma_for_cpu(c, buf, dir);
+}
+
 /*
  * Reads @nlb blocks at @lba into @buf at @off and checks them against the
  * image, and that the bytes around them were not touched.
@@ -99,8 +125,9 @@ static void read_check(struct __test_metadata *_metadata, struct nvme_ctrl *c,
 	uint8_t *p = buf->cpu;
 	long long bad;
 
+	ASSERT_EQ(0, nvme_dma_for_cpu(c, buf, NVME_DMA_BIDIRECTIONAL));
 	memset(buf->cpu, 0xa5, buf->len);
-	ASSERT_EQ(0, nvme_rw(c, false, lba, nlb, buf, off))
+	ASSERT_EQ(0, synced_rw(c, false, lba, nlb, buf, off))
 		TH_LOG("read of %u blocks at %llu: %s", nlb,
 		       (unsigned long long)lba, c->err);
 	bad = nvme_pattern_check(p + off, lba * c->lba_size, len, seed);
@@ -147,18 +174,48 @@ TEST_F_TIMEOUT(nvme, identify_reads_the_device, TIMEOUT)
 	EXPECT_EQ(64ull << 20, c->nsze * c->lba_size);
 }
 
-TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
+/*
+ * Buffers of uioN-cached come from that node, and say whether the syncs
+ * do anything on this machine: on x86 every PCI device snoops the CPU's
+ * caches, so the data is right even without them, and it is the path
+ * (the ioctls accepted for every direction, the data intact) that the
+ * cached tests prove here, not the cache maintenance.
+ */
+static void cached_node_check(struct __test_metadata *_metadata,
+			      FIXTURE_DATA(nvme) *self, struct nvme_dma *buf)
+{
+	char path[96];
+
+	ASSERT_TRUE(buf->cached);
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s-cached/buffers",
+		 self->uio);
+	ASSERT_LE(1, read_ull(path, 0)) TH_LOG("%s: no buffer allocated there", path);
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s-cached/coherent",
+		 self->uio);
+	TH_LOG("%s-cached: coherent=%llu (1: the device snoops, SYNC is cheap)",
+	       self->uio, read_ull(path, 2));
+}
+
+/*
+ * Single blocks, whole pages, random lengths up to two pages at random
+ * dword-aligned offsets, and (PRP list) one transfer of max_xfer, all
+ * checked against the image.
+ */
+static void reads_match(struct __test_metadata *_metadata,
+			FIXTURE_DATA(nvme) *self, bool cached)
 {
 	struct nvme_ctrl *c = &self->c;
 	uint32_t per = c->lba_size >= c->page ? 1 : c->page / c->lba_size;
 	uint64_t lba;
 	struct prng s;
-	struct nvme_dma buf;
+	struct nvme_dma buf, big;
 	uint32_t nlb;
 	int i;
 
 	prng_seed(&s, self->seed);
-	ASSERT_EQ(0, nvme_dma_alloc(c, &buf, 4 * c->page)) TH_LOG("%s", c->err);
+	ASSERT_EQ(0, data_alloc(c, &buf, 4 * c->page, cached)) TH_LOG("%s", c->err);
+	if (cached)
+		cached_node_check(_metadata, self, &buf);
 	/* One block; one whole page; a block at the end of the image area. */
 	read_check(_metadata, c, self->seed, 0, 1, &buf, 0);
 	read_check(_metadata, c, self->seed, 1, per, &buf, 0);
@@ -171,6 +228,21 @@ TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
 			   (prng_next(&s) % c->page) & ~(size_t)3);
 	}
 	nvme_dma_free(&buf);
+	ASSERT_EQ(0, data_alloc(c, &big, c->max_xfer + c->page, cached))
+		TH_LOG("%s", c->err);
+	read_check(_metadata, c, self->seed, 5, c->max_xfer / c->lba_size,
+		   &big, c->page / 2);
+	nvme_dma_free(&big);
+}
+
+TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
+{
+	reads_match(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(nvme, cached_reads_match_the_image, TIMEOUT)
+{
+	reads_match(_metadata, self, true);
 }
 
 /*
@@ -202,7 +274,8 @@ TEST_F_TIMEOUT(nvme, prp_list_transfers, TIMEOUT)
 }
 
 /* Writes to the scratch area read back; the blocks around stay as they were. */
-TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
+static void writes_read_back(struct __test_metadata *_metadata,
+			     FIXTURE_DATA(nvme) *self, bool cached)
 {
 	struct nvme_ctrl *c = &self->c;
 	uint32_t max = c->max_xfer / c->lba_size, pb = c->page / c->lba_size;
@@ -213,36 +286,47 @@ TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
 	size_t len, k, bs = c->lba_size;
 	unsigned int i;
 
+	/* The cached test writes further on: the two may run on one image. */
+	if (cached)
+		lba += 4 * max + 8;
 	prng_seed(&s, now_ms());
-	ASSERT_EQ(0, nvme_dma_alloc(c, &out, c->max_xfer + c->page));
-	ASSERT_EQ(0, nvme_dma_alloc(c, &in, c->max_xfer));
-	ASSERT_EQ(0, nvme_dma_alloc(c, &around, 2 * bs));
-	ASSERT_EQ(0, nvme_dma_alloc(c, &was, 2 * bs));
+	ASSERT_EQ(0, data_alloc(c, &out, c->max_xfer + c->page, cached));
+	ASSERT_EQ(0, data_alloc(c, &in, c->max_xfer, cached));
+	ASSERT_EQ(0, data_alloc(c, &around, 2 * bs, cached));
+	ASSERT_EQ(0, data_alloc(c, &was, 2 * bs, cached));
+	if (cached)
+		cached_node_check(_metadata, self, &out);
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
 		if (!lens[i] || lens[i] > max)
 			continue;
 		len = (size_t)lens[i] * bs;
 		ASSERT_GE(c->nsze, lba + lens[i] + 1);
 		/* The blocks either side, before the write. */
-		ASSERT_EQ(0, nvme_rw(c, false, lba - 1, 1, &was, 0));
-		ASSERT_EQ(0, nvme_rw(c, false, lba + lens[i], 1, &was, bs));
+		ASSERT_EQ(0, synced_rw(c, false, lba - 1, 1, &was, 0));
+		ASSERT_EQ(0, synced_rw(c, false, lba + lens[i], 1, &was, bs));
 
-		/* Random data, from a dword-aligned offset in the buffer. */
+		/*
+		 * Random data, from a dword-aligned offset in the buffer: the
+		 * CPU takes the buffer, fills it, and synced_rw() hands it to
+		 * the device (END WRITE) before the write command.
+		 */
+		ASSERT_EQ(0, nvme_dma_for_cpu(c, &out, NVME_DMA_TO_DEVICE));
 		w = (uint64_t *)((uint8_t *)out.cpu + 4 * i);
 		for (k = 0; k < len / 8; k++)
 			w[k] = prng_next(&s);
-		ASSERT_EQ(0, nvme_rw(c, true, lba, lens[i], &out, 4 * i))
+		ASSERT_EQ(0, synced_rw(c, true, lba, lens[i], &out, 4 * i))
 			TH_LOG("write of %u blocks at %llu: %s", lens[i],
 			       (unsigned long long)lba, c->err);
 
+		ASSERT_EQ(0, nvme_dma_for_cpu(c, &in, NVME_DMA_BIDIRECTIONAL));
 		memset(in.cpu, 0xa5, in.len);
-		ASSERT_EQ(0, nvme_rw(c, false, lba, lens[i], &in, 0))
+		ASSERT_EQ(0, synced_rw(c, false, lba, lens[i], &in, 0))
 			TH_LOG("%s", c->err);
 		EXPECT_EQ(0, memcmp(in.cpu, w, len))
 			TH_LOG("%u blocks at LBA %llu did not read back",
 			       lens[i], (unsigned long long)lba);
-		ASSERT_EQ(0, nvme_rw(c, false, lba - 1, 1, &around, 0));
-		ASSERT_EQ(0, nvme_rw(c, false, lba + lens[i], 1, &around, bs));
+		ASSERT_EQ(0, synced_rw(c, false, lba - 1, 1, &around, 0));
+		ASSERT_EQ(0, synced_rw(c, false, lba + lens[i], 1, &around, bs));
 		EXPECT_EQ(0, memcmp(around.cpu, was.cpu, 2 * bs))
 			TH_LOG("a block next to the write changed");
 		lba += lens[i] + 2;
@@ -253,11 +337,22 @@ TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
 	nvme_dma_free(&was);
 }
 
+TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
+{
+	writes_read_back(_metadata, self, false);
+}
+
+TEST_F_TIMEOUT(nvme, cached_writes_read_back, TIMEOUT)
+{
+	writes_read_back(_metadata, self, true);
+}
+
 /*
  * Every I/O queue filled to depth - 1 commands before the first
  * completion is reaped: single blocks into their own slots, then
  * three-page reads, each with its own PRP list, into a ring of slots that
- * commands reading the same blocks share.
+ * commands reading the same blocks share.  The second time the queue is
+ * plugged: one doorbell for all the commands, and no reaping before it.
  */
 static void fill_queues(struct __test_metadata *_metadata,
 			FIXTURE_DATA(nvme) *self, bool lists)
@@ -281,6 +376,8 @@ static void fill_queues(struct __test_metadata *_metadata,
 			TH_LOG("%s", c->err);
 		seen[qi] = calloc(q->depth, 1);
 		ASSERT_NE(NULL, seen[qi]);
+		if (lists)
+			nvme_plug(q);
 		for (i = 0; i < q->depth - 1u; i++) {
 			k = i % nslots;
 			ASSERT_EQ(0, nvme_submit_rw(c, q, false,
@@ -292,6 +389,11 @@ static void fill_queues(struct __test_metadata *_metadata,
 		/* depth - 1 in flight is full: the SQ would wrap onto its head. */
 		EXPECT_EQ(-EAGAIN, nvme_submit_rw(c, q, false, 0, 1, &buf[qi],
 						  0, NULL));
+		if (lists) {
+			EXPECT_EQ(-EINVAL, nvme_reap(c, q, cpl, 64));
+			EXPECT_NE(NULL, strstr(c->err, "plugged")) TH_LOG("%s", c->err);
+			nvme_unplug(q);
+		}
 		total += q->depth - 1;
 	}
 	for (qi = 0; qi < c->nr_ioq; qi++) {
@@ -474,16 +576,18 @@ TEST_F_TIMEOUT(nvme, timeout_is_reported, TIMEOUT)
 /*
  * The example program, run as a user would run it: identify, and a 4 MiB
  * read to stdout, more than one buffer's worth of chunks, that must be
- * the image.  It opens the controller itself, so the fixture's driver
- * lets go first.
+ * the image; then the same with its buffer from uioN-cached (-c).  It
+ * opens the controller itself, so the fixture's driver lets go first.
  */
 TEST_F_TIMEOUT(nvme, program_reads_the_image, TIMEOUT)
 {
+	static const char * const flags[] = { "", "-c " };
 	uint32_t lba_size = self->c.lba_size;
-	size_t len = 4 << 20, got = 0, n;
+	size_t len = 4 << 20, got, n;
 	char cmd[192], line[256];
-	unsigned long long ios = 0;
+	unsigned long long ios;
 	bool serial = false;
+	unsigned int i;
 	uint8_t *data;
 	FILE *f;
 
@@ -502,25 +606,29 @@ TEST_F_TIMEOUT(nvme, program_reads_the_image, TIMEOUT)
 
 	data = malloc(len + 1);
 	ASSERT_NE(NULL, data);
-	snprintf(cmd, sizeof(cmd), "./uio-nvme %s read 0 %zu 2>/tmp/uio-nvme.err",
-		 self->uio, len / lba_size);
-	f = popen(cmd, "r");
-	ASSERT_NE(NULL, f);
-	while ((n = fread(data + got, 1, len + 1 - got, f)) > 0)
-		got += n;
-	EXPECT_EQ(0, pclose(f));
-	EXPECT_EQ(len, got);
-	EXPECT_EQ(-1, nvme_pattern_check(data, 0, len, self->seed));
+	for (i = 0; i < ARRAY_SIZE(flags); i++) {
+		snprintf(cmd, sizeof(cmd), "./uio-nvme %s%s read 0 %zu 2>/tmp/uio-nvme.err",
+			 flags[i], self->uio, len / lba_size);
+		f = popen(cmd, "r");
+		ASSERT_NE(NULL, f);
+		for (got = 0; (n = fread(data + got, 1, len + 1 - got, f)) > 0; )
+			got += n;
+		EXPECT_EQ(0, pclose(f)) TH_LOG("%s", cmd);
+		EXPECT_EQ(len, got) TH_LOG("%s", cmd);
+		EXPECT_EQ(-1, nvme_pattern_check(data, 0, len, self->seed))
+			TH_LOG("%s", cmd);
+		/* It says how many commands it ran: "uio-nvme: N I/O commands". */
+		f = fopen("/tmp/uio-nvme.err", "re");
+		ASSERT_NE(NULL, f);
+		ios = 0;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "uio-nvme: %llu I/O commands", &ios) != 1)
+				printf("# %s", line);
+		fclose(f);
+		EXPECT_LE(len / (self->c.max_xfer ? : len), ios);
+		self->ios += ios;
+	}
 	free(data);
-	/* It says how many commands it ran: "uio-nvme: N I/O commands". */
-	f = fopen("/tmp/uio-nvme.err", "re");
-	ASSERT_NE(NULL, f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "uio-nvme: %llu I/O commands", &ios) != 1)
-			printf("# %s", line);
-	fclose(f);
-	EXPECT_LE(len / (self->c.max_xfer ? : len), ios);
-	self->ios += ios;
 }
 
 /* Not an NVMe controller, no UIO device, no heap: refused, and said why. */
