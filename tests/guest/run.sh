@@ -219,7 +219,7 @@ load_late() {
 	while read -r m; do
 		insmod "$m" || { echo "uioheap: insmod $m failed" >&2; rc=1; }
 	done </lib/modules/late-order.txt
-	[ -d /sys/module/vgem ] && UIOHEAP_VGEM=1 && export UIOHEAP_VGEM
+	if [ -d /sys/module/vgem ]; then export UIOHEAP_VGEM=1; fi
 }
 
 for t in $suites; do
