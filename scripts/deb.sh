@@ -16,7 +16,7 @@ src=$out/uio-heap-$ver
 # A release: git's tracked files in a clone, else everything but build/.
 rm -rf "$out" && mkdir -p "$src"
 if [ -e "$top/.git" ]; then
-	git -c safe.directory='*' -C "$top" ls-files -co --exclude-standard -z
+	git -c safe.directory='*' -C "$top" ls-files -z
 else
 	(cd "$top" && find . -path ./build -prune -o -type f -print0)
 fi | (cd "$top" && xargs -0 cp --parents -t "$src/")

@@ -47,15 +47,28 @@ apt() {
 	DEBIAN_FRONTEND=noninteractive apt-get -y -q --no-install-recommends "$@"
 }
 
-# One run at a time on a host; one left half-way by an interrupted run
-# is purged first.
+# purge_ours: what this script installed goes, loudly if it cannot.
+marker=$cache/.deb-installed
+purge_ours() {
+	local left
+	mapfile -t left < <(installed)
+	if [ ${#left[@]} != 0 ] && ! apt purge "${left[@]}" >"$cache/.deb-purge.log" 2>&1; then
+		echo "deb: purge of ${left[*]} failed:" >&2
+		tail -n 20 "$cache/.deb-purge.log" >&2
+		return 1
+	fi
+	rm -f "$marker"
+}
+
+# One run at a time on a host.  Packages left by an interrupted run (the
+# marker says so) are purged first; anything else of uio-heap on the host
+# is somebody's own install, which this test must not overwrite or purge.
 exec 9>"$cache/.lock-deb"
 flock 9
-mapfile -t left < <(installed)
-[ ${#left[@]} = 0 ] || apt purge "${left[@]}" >/dev/null 2>&1 || true
-
-msg=$(leftovers)
+[ -f "$marker" ] && purge_ours
+msg=$(leftovers; dpkg --audit 2>&1)
 res ${#msg} "deb: the host holds nothing of uio-heap beforehand" "$msg"
+[ -z "$msg" ] || exit 1
 
 msg=$(dpkg-parsechangelog -l "$top/debian/changelog" -S Version)
 res "$([ "$msg" = "$ver" ]; echo $?)" "deb: debian/changelog version matches VERSION ($msg)"
@@ -76,7 +89,9 @@ if [ "$r" = 0 ] && [ -n "$msg" ]; then printf '%s\n' "$msg" | sed 's/^/# lintian
 
 # DKMS signs with a key of its own making: a private one, not the host's.
 keys=$(mktemp -d)
-trap 'mapfile -t left < <(installed); [ ${#left[@]} = 0 ] || apt purge "${left[@]}" >/dev/null 2>&1 || true; rm -rf "$keys"' EXIT
+trap 'purge_ours || true; rm -rf "$keys"' EXIT
+trap 'exit 130' INT TERM HUP
+: >"$marker"
 export mok_signing_key=$keys/mok.key mok_certificate=$keys/mok.pub
 msg=$(apt install "${debs[@]}" 2>&1) && r=0 || r=$?
 res "$r" "deb: apt-get install ./{$(IFS=,; echo "${pkgs[*]}")}.deb" "$msg"
@@ -101,13 +116,14 @@ msg=$(uio-heap list 2>&1) && r=0 || r=$?
 res $((r != want)) "deb: installed uio-heap list: exit status $want" "$msg (exit $r)"
 
 # A user's program, with pkg-config alone: linked against the shared
-# library (run here: no node, exit 3), and statically for the VMs.
+# library (run here on a node that cannot exist: exit 3), and statically
+# for the VMs.
 pay=$out/deb/payload
 mkdir -p "$pay"
 user=$top/tests/deb/user.c
 # shellcheck disable=SC2046
 msg=$(gcc -Wall -Wextra -Werror $(pkg-config --cflags uioheap) -o "$pay/user-shared" \
-	"$user" $(pkg-config --libs uioheap) 2>&1 && "$pay/user-shared" uio0) && r=0 || r=$?
+	"$user" $(pkg-config --libs uioheap) 2>&1 && "$pay/user-shared" uio-heap-test-no-such-node) && r=0 || r=$?
 readelf -d "$pay/user-shared" 2>/dev/null | grep -q 'NEEDED.*libuioheap\.so\.0' || r=-1
 res $((r != 3)) "deb: program built with pkg-config uioheap runs against libuioheap.so.0" "$msg (exit $r)"
 # shellcheck disable=SC2046
@@ -128,7 +144,6 @@ msg=$(apt remove "${pkgs[@]}" 2>&1) &&
 	      ls -d /var/lib/dkms/uio-heap 2>/dev/null || true)
 res ${#msg} "deb: apt-get remove takes the module out of every kernel" "$msg"
 # Removed packages without conffiles are gone already.
-mapfile -t left < <(installed)
-msg=$(apt purge "${left[@]}" 2>&1) && msg=$(leftovers)
+msg=$(purge_ours 2>&1) && msg=$(leftovers)
 res ${#msg} "deb: apt-get purge leaves nothing (module, DKMS tree, sources, rule, group, files)" "$msg"
 exit $rc
