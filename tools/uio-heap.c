@@ -298,15 +298,19 @@ static unsigned long long parse_size(const char *s)
 {
 	const char *units = "KMG", *unit;
 	unsigned long long n;
+	unsigned int shift;
 	char *end;
 
 	errno = 0;
-	n = strtoull(s, &end, 0);
+	n = strtoull(s, &end, 10);
 	if (errno || end == s || *s == '-')
 		return 0;
 	unit = *end ? strchr(units, toupper(*end)) : NULL;
 	if (unit) {
-		n <<= 10 * (unit - units + 1);
+		shift = 10 * (unit - units + 1);
+		if (n > ULLONG_MAX >> shift)
+			return 0;
+		n <<= shift;
 		end++;
 	}
 	return *end ? 0 : n;

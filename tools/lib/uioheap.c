@@ -75,10 +75,11 @@ void *uioheap_map(int buf_fd, size_t len)
 int uioheap_sync_rw(int buf_fd, int start, unsigned int rw)
 {
 	struct dma_buf_sync sync = {
-		.flags = (start ? DMA_BUF_SYNC_START : DMA_BUF_SYNC_END) |
-			 (rw & DMA_BUF_SYNC_RW),
+		.flags = (start ? DMA_BUF_SYNC_START : DMA_BUF_SYNC_END) | rw,
 	};
 
+	if (!rw || rw & ~DMA_BUF_SYNC_RW)
+		return -EINVAL;
 	return ioctl(buf_fd, DMA_BUF_IOCTL_SYNC, &sync) < 0 ? -errno : 0;
 }
 

@@ -8,6 +8,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/dma-buf.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* Which interface answered uioheap_dma_addr(). */
 enum uioheap_addr_source {
@@ -67,5 +72,9 @@ int uioheap_sysfs_read(const char *uio_name, const char *attr,
 		       unsigned long long *val);
 int uioheap_sysfs_write(const char *uio_name, const char *attr,
 			unsigned long long val);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
