@@ -246,8 +246,8 @@ static int uio_heap_kunit_remove_fn(void *data)
 	struct uio_heap_kunit_call *call = data;
 
 	uio_heap_remove_for(call->dev);
-	complete(&call->done);
-	return 0;
+	/* Not back into this module's text: it may be unloaded by then. */
+	kthread_complete_and_exit(&call->done, 0);
 }
 
 static int uio_heap_kunit_lookup_fn(void *data)
@@ -255,8 +255,7 @@ static int uio_heap_kunit_lookup_fn(void *data)
 	struct uio_heap_kunit_call *call = data;
 
 	call->heap = uio_heap_lookup(call->dev, false);
-	complete(&call->done);
-	return 0;
+	kthread_complete_and_exit(&call->done, 0);
 }
 
 /*
@@ -538,8 +537,7 @@ static int uio_heap_kunit_worker_fn(void *data)
 	for (slot = 0; slot < ARRAY_SIZE(held); slot++)
 		if (held[slot])
 			dma_buf_put(held[slot]);
-	complete(&w->done);
-	return 0;
+	kthread_complete_and_exit(&w->done, 0);
 }
 
 static void uio_heap_test_concurrent(struct kunit *test)
