@@ -341,11 +341,13 @@ static void uio_heap_dma_unmap(struct uio_heap_buffer *buf)
 /* Drops uio-heap's references; a page pinned elsewhere lives on until unpinned. */
 static void uio_heap_free_pages(struct uio_heap_buffer *buf)
 {
-	pgoff_t i;
+	unsigned long n = 0, npages = buf->size >> PAGE_SHIFT;
 
-	for (i = 0; i < buf->size >> PAGE_SHIFT; i++)
-		if (buf->pages[i])
-			put_page(buf->pages[i]);
+	/* Filled front to back: a failed allocation leaves a NULL tail. */
+	while (n < npages && buf->pages[n])
+		n++;
+	/* Batched: one zone lock round trip per batch, not one per page. */
+	release_pages(buf->pages, n);
 	kvfree(buf->pages);
 	uio_heap_low_zone_uncharge(buf->low_zone);
 }
