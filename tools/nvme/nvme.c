@@ -328,9 +328,10 @@ int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
 	return dma_alloc_from(c, d, len, false);
 }
 
-int nvme_dma_alloc_cached(struct nvme_ctrl *c, struct nvme_dma *d, size_t len)
+int nvme_dma_alloc_data(struct nvme_ctrl *c, struct nvme_dma *d, size_t len,
+			bool cached)
 {
-	return dma_alloc_from(c, d, len, true);
+	return dma_alloc_from(c, d, len, cached);
 }
 
 /*
@@ -889,8 +890,8 @@ int nvme_open(struct nvme_ctrl *c, const char *uio,
 	 * coherent node: the controller writes completion entries that the
 	 * CPU polls, and the CPU writes submission entries the controller
 	 * fetches whenever it likes; neither side could say when to sync.
-	 * Optional: without it, only nvme_dma_alloc_cached() fails, with
-	 * the -errno kept here.
+	 * Optional: without it, only nvme_dma_alloc_data() of a cached
+	 * buffer fails, with the -errno kept here.
 	 */
 	snprintf(cached, sizeof(cached), "%s-cached", uio);
 	c->cached_fd = uioheap_open(cached);

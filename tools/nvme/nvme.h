@@ -159,12 +159,14 @@ int nvme_close(struct nvme_ctrl *c);
 int nvme_dma_alloc(struct nvme_ctrl *c, struct nvme_dma *d, size_t len);
 
 /*
- * Allocates a data buffer from uioN-cached: always mapped cacheable, so
- * the CPU reads and copies it at memory speed, but where the device does
- * not snoop CPU caches the two views differ until synced.  Only for data:
- * the driver's queues stay coherent.  -ENOENT: the node does not exist.
+ * Allocates a data buffer: from uioN-cached if @cached, else as
+ * nvme_dma_alloc().  uioN-cached is always mapped cacheable, so the CPU
+ * reads and copies it at memory speed, but where the device does not
+ * snoop CPU caches the two views differ until synced.  Only for data: the
+ * driver's queues stay coherent.  -ENOENT: the node does not exist.
  */
-int nvme_dma_alloc_cached(struct nvme_ctrl *c, struct nvme_dma *d, size_t len);
+int nvme_dma_alloc_data(struct nvme_ctrl *c, struct nvme_dma *d, size_t len,
+			bool cached);
 void nvme_dma_free(struct nvme_dma *d);
 
 /*

@@ -42,12 +42,6 @@ static int usage(void)
 }
 
 /* A data buffer from the node -c chose. */
-static int data_alloc(struct nvme_ctrl *c, struct nvme_dma *buf, size_t len)
-{
-	return cached ? nvme_dma_alloc_cached(c, buf, len) :
-			nvme_dma_alloc(c, buf, len);
-}
-
 static int failed(struct nvme_ctrl *c, const char *what)
 {
 	fprintf(stderr, "uio-nvme: %s: %s\n", what, c->err);
@@ -87,23 +81,30 @@ static int fill(uint8_t *p, size_t len)
 }
 
 /* Reaps until @q is idle; 0, or 1 after saying what failed. */
+/* A completion's status, decoded: 1 if the command failed. */
+static int cmd_failed(const struct nvme_cpl *cpl)
+{
+	char text[96];
+
+	if (!cpl->status)
+		return 0;
+	fprintf(stderr, "uio-nvme: command %u: %s\n", cpl->cid,
+		nvme_status_str(cpl->status, text, sizeof(text)));
+	return 1;
+}
+
 static int reap_all(struct nvme_ctrl *c, struct nvme_queue *q)
 {
 	struct nvme_cpl cpl[64];
-	char text[96];
 	int got, k;
 
 	while (q->inflight) {
 		got = nvme_reap(c, q, cpl, 64);
 		if (got < 0)
 			return failed(c, "completion");
-		for (k = 0; k < got; k++) {
-			if (!cpl[k].status)
-				continue;
-			fprintf(stderr, "uio-nvme: command %u: %s\n", cpl[k].cid,
-				nvme_status_str(cpl[k].status, text, sizeof(text)));
-			return 1;
-		}
+		for (k = 0; k < got; k++)
+			if (cmd_failed(&cpl[k]))
+				return 1;
 	}
 	return 0;
 }
@@ -136,7 +137,7 @@ static int transfer(struct nvme_ctrl *c, bool write, uint64_t lba,
 		window = NVME_DMA_CHUNK_MAX / c->max_xfer;
 	if (!window)
 		window = 1;
-	ret = data_alloc(c, &buf, (size_t)window * c->max_xfer);
+	ret = nvme_dma_alloc_data(c, &buf, (size_t)window * c->max_xfer, cached);
 	if (ret)
 		return failed(c, "buffer");
 	while (count) {
@@ -210,7 +211,6 @@ static int bench(struct nvme_ctrl *c, struct iobench *b)
 	uint16_t *slot_of = NULL;
 	struct nvme_cpl cpl[64];
 	unsigned int s;
-	char text[96];
 	int got, k, ret = 1;
 
 	if (b->qd > q->depth - 1u || b->size > c->max_xfer ||
@@ -226,7 +226,7 @@ static int bench(struct nvme_ctrl *c, struct iobench *b)
 	for (s = 0; s < b->qd; s++)
 		slots[s].fd = -1;
 	for (s = 0; s < b->qd; s++)
-		if (data_alloc(c, &slots[s], b->size)) {
+		if (nvme_dma_alloc_data(c, &slots[s], b->size, cached)) {
 			failed(c, "buffer");
 			goto out;
 		}
@@ -246,11 +246,8 @@ static int bench(struct nvme_ctrl *c, struct iobench *b)
 		/* The reads that replace these go out with one doorbell. */
 		nvme_plug(q);
 		for (k = 0; k < got; k++) {
-			if (cpl[k].status) {
-				fprintf(stderr, "uio-nvme: command %u: %s\n", cpl[k].cid,
-					nvme_status_str(cpl[k].status, text, sizeof(text)));
+			if (cmd_failed(&cpl[k]))
 				goto out;
-			}
 			b->ios++;
 			s = slot_of[cpl[k].cid];
 			if (nvme_dma_for_cpu(c, &slots[s], NVME_DMA_FROM_DEVICE)) {

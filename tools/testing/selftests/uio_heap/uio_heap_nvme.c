@@ -90,13 +90,6 @@ FIXTURE_TEARDOWN(nvme)
 }
 
 /* A data buffer from the coherent node, or from uioN-cached. */
-static int data_alloc(struct nvme_ctrl *c, struct nvme_dma *buf, size_t len,
-		      bool cached)
-{
-	return cached ? nvme_dma_alloc_cached(c, buf, len) :
-			nvme_dma_alloc(c, buf, len);
-}
-
 /*
  * nvme_rw() with the hand-overs a buffer of the cached node needs (no-ops
  * on the coherent one): to the device before the command, back to the
@@ -213,7 +206,7 @@ static void reads_match(struct __test_metadata *_metadata,
 	int i;
 
 	prng_seed(&s, self->seed);
-	ASSERT_EQ(0, data_alloc(c, &buf, 4 * c->page, cached)) TH_LOG("%s", c->err);
+	ASSERT_EQ(0, nvme_dma_alloc_data(c, &buf, 4 * c->page, cached)) TH_LOG("%s", c->err);
 	if (cached)
 		cached_node_check(_metadata, self, &buf);
 	/* One block; one whole page; a block at the end of the image area. */
@@ -228,7 +221,7 @@ static void reads_match(struct __test_metadata *_metadata,
 			   (prng_next(&s) % c->page) & ~(size_t)3);
 	}
 	nvme_dma_free(&buf);
-	ASSERT_EQ(0, data_alloc(c, &big, c->max_xfer + c->page, cached))
+	ASSERT_EQ(0, nvme_dma_alloc_data(c, &big, c->max_xfer + c->page, cached))
 		TH_LOG("%s", c->err);
 	read_check(_metadata, c, self->seed, 5, c->max_xfer / c->lba_size,
 		   &big, c->page / 2);
@@ -290,10 +283,10 @@ static void writes_read_back(struct __test_metadata *_metadata,
 	if (cached)
 		lba += 4 * max + 8;
 	prng_seed(&s, now_ms());
-	ASSERT_EQ(0, data_alloc(c, &out, c->max_xfer + c->page, cached));
-	ASSERT_EQ(0, data_alloc(c, &in, c->max_xfer, cached));
-	ASSERT_EQ(0, data_alloc(c, &around, 2 * bs, cached));
-	ASSERT_EQ(0, data_alloc(c, &was, 2 * bs, cached));
+	ASSERT_EQ(0, nvme_dma_alloc_data(c, &out, c->max_xfer + c->page, cached));
+	ASSERT_EQ(0, nvme_dma_alloc_data(c, &in, c->max_xfer, cached));
+	ASSERT_EQ(0, nvme_dma_alloc_data(c, &around, 2 * bs, cached));
+	ASSERT_EQ(0, nvme_dma_alloc_data(c, &was, 2 * bs, cached));
 	if (cached)
 		cached_node_check(_metadata, self, &out);
 	for (i = 0; i < ARRAY_SIZE(lens); i++) {
