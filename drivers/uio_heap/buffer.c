@@ -467,12 +467,13 @@ static int uio_heap_alloc_scattered(struct uio_heap_buffer *buf, gfp_t gfp)
 }
 
 /*
- * Without an IOMMU: one block below @mask, from the zone that guarantees
- * it when the whole of memory does not, as dma-direct chooses.
+ * Without an IOMMU: one block the device reaches directly (below its mask
+ * and its bus's limit), from the zone that guarantees it when the whole
+ * of memory does not, as dma-direct chooses.
  */
-static int uio_heap_alloc_contiguous(struct uio_heap_buffer *buf, gfp_t gfp,
-				     u64 mask)
+static int uio_heap_alloc_contiguous(struct uio_heap_buffer *buf, gfp_t gfp)
 {
+	struct device *dev = buf->heap->dma_dev;
 	unsigned int order = get_order(buf->size);
 	struct page *page;
 	gfp_t zone = 0;
@@ -480,12 +481,12 @@ static int uio_heap_alloc_contiguous(struct uio_heap_buffer *buf, gfp_t gfp,
 	if (order > UIO_HEAP_MAX_ORDER)
 		return -ENOMEM;
 	/* Small zones last: ZONE_DMA may be all the kernel's own drivers have. */
-	if (mask <= DMA_BIT_MASK(32))
+	if (uio_heap_dma_limit(dev) <= DMA_BIT_MASK(32))
 		zone = IS_ENABLED(CONFIG_ZONE_DMA32) ? __GFP_DMA32 : __GFP_DMA;
 
-	while ((page = alloc_pages_node(dev_to_node(buf->heap->dma_dev),
-					gfp | zone, order))) {
-		if (page_to_phys(page) + buf->size - 1 <= mask) {
+	while ((page = alloc_pages_node(dev_to_node(dev), gfp | zone, order))) {
+		if (uio_heap_direct_addr(dev, page_to_phys(page), buf->size) !=
+		    DMA_MAPPING_ERROR) {
 			uio_heap_take_pages(buf->pages, page, order,
 					    buf->size >> PAGE_SHIFT);
 			return 0;
@@ -516,7 +517,11 @@ static int uio_heap_dma_map(struct uio_heap_buffer *buf)
 	if (ret)
 		goto free_table;
 
-	if (!uio_heap_dma_range(dev, &buf->sgt, buf->size, &buf->dma_addr))
+	/* Untranslated, the device must reach the pages, not a bounce buffer. */
+	if (!uio_heap_dma_range(dev, &buf->sgt, buf->size, &buf->dma_addr) &&
+	    (uio_heap_translated(dev) ||
+	     buf->dma_addr == uio_heap_direct_addr(dev, page_to_phys(buf->pages[0]),
+						   buf->size)))
 		return 0;
 
 	dev_err_ratelimited(&buf->heap->dev,
@@ -554,7 +559,6 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	struct uio_heap_buffer *buf;
 	struct dma_buf *dmabuf;
 	long charged;
-	u64 mask;
 	int ret;
 
 	/* More than the RAM there is cannot succeed. */
@@ -566,8 +570,6 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 		ret = -ENODEV;
 		goto unlock;
 	}
-	mask = dma_get_mask(heap->dma_dev);
-
 	ret = uio_heap_charge(heap, len, false);
 	if (ret)
 		goto unlock;
@@ -598,7 +600,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	if (uio_heap_translated(heap->dma_dev))
 		ret = uio_heap_alloc_scattered(buf, gfp);
 	else
-		ret = uio_heap_alloc_contiguous(buf, gfp, mask);
+		ret = uio_heap_alloc_contiguous(buf, gfp);
 	if (ret)
 		goto free_pages;
 

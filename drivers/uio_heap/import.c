@@ -55,11 +55,11 @@ static int uio_heap_import_map(struct uio_heap_import *imp)
 
 	/*
 	 * Without an IOMMU, pages beyond the mask would be bounced, or, with
-	 * no swiotlb, refused with a WARN: a mask that does not cover all
+	 * no swiotlb, refused with a WARN: a device that does not reach all
 	 * memory cannot import.
 	 */
 	if (!uio_heap_translated(heap->dma_dev) &&
-	    dma_get_required_mask(heap->dma_dev) > dma_get_mask(heap->dma_dev))
+	    dma_get_required_mask(heap->dma_dev) > uio_heap_dma_limit(heap->dma_dev))
 		return -ERANGE;
 
 	imp->attach = dma_buf_attach(imp->dmabuf, heap->dma_dev);

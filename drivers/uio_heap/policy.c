@@ -13,6 +13,7 @@
  * without an IOMMU reaches all memory whatever its user knows.)
  */
 #include <linux/capability.h>
+#include <linux/dma-direct.h>
 #include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
 #include <linux/iommu.h>
@@ -107,6 +108,43 @@ pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot)
 }
 
 /**
+ * uio_heap_dma_limit() - the highest bus address a device reaches
+ * @dev:	the device doing the DMA
+ *
+ * Return: its mask, lowered by its bus's DMA limit (a device tree's
+ * dma-ranges, ACPI's _DMA), which the mask does not show.
+ */
+u64 uio_heap_dma_limit(struct device *dev)
+{
+	return min_not_zero(dma_get_mask(dev), dev->bus_dma_limit);
+}
+
+/**
+ * uio_heap_direct_addr() - where an untranslated device reaches memory
+ * @dev:	the device, without an IOMMU
+ * @phys:	the first byte
+ * @size:	the bytes from @phys on
+ *
+ * <linux/dma-direct.h>, like <linux/dma-map-ops.h>, is for DMA-API
+ * implementers, but only dma-direct's translation (dma-ranges offsets,
+ * memory encryption bits) says what bus address it hands out.
+ *
+ * Return: the bus address dma-direct maps @phys at, or DMA_MAPPING_ERROR
+ * if it would bounce the range (beyond the mask or the bus's limit).
+ */
+dma_addr_t uio_heap_direct_addr(struct device *dev, phys_addr_t phys,
+				size_t size)
+{
+	dma_addr_t first = phys_to_dma(dev, phys);
+	dma_addr_t last = phys_to_dma(dev, phys + size - 1);
+
+	if (first == DMA_MAPPING_ERROR || last != first + size - 1 ||
+	    last > uio_heap_dma_limit(dev))
+		return DMA_MAPPING_ERROR;
+	return first;
+}
+
+/**
  * uio_heap_dma_range() - check that a device reaches a mapped table as one range
  * @dev:	the device the table was mapped for
  * @sgt:	the mapped table
@@ -117,8 +155,8 @@ pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot)
  * or bounce them through swiotlb, and the device would then reach a copy,
  * not the buffer.  Neither can be given to userspace as one address.
  *
- * Return: 0 if @dev reaches all @size bytes from @addr on, below its mask;
- * -ERANGE otherwise.
+ * Return: 0 if @dev reaches all @size bytes from @addr on, below its mask
+ * and its bus's limit; -ERANGE otherwise.
  */
 int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
 		       dma_addr_t *addr)
@@ -134,7 +172,7 @@ int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
 			return -ERANGE;
 		next += sg_dma_len(sg);
 	}
-	if (next - *addr != size || next - 1 > dma_get_mask(dev))
+	if (next - *addr != size || next - 1 > uio_heap_dma_limit(dev))
 		return -ERANGE;
 	/* dma-direct on a coherent device syncs only what it bounced. */
 	if (!uio_heap_translated(dev) && dev_is_dma_coherent(dev) &&

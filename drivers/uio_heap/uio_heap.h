@@ -180,6 +180,9 @@ const char *uio_heap_iommu_mode(struct device *dev);
 bool uio_heap_translated(struct device *dev);
 void uio_heap_iotlb_sync(struct device *dev);
 const char *uio_heap_revoke_mode(struct device *dev);
+u64 uio_heap_dma_limit(struct device *dev);
+dma_addr_t uio_heap_direct_addr(struct device *dev, phys_addr_t phys,
+				size_t size);
 int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
 		       dma_addr_t *addr);
 const char *uio_heap_coherent_mode(struct device *dev);
