@@ -79,13 +79,15 @@ build_module() {
 	make -s -C "$dest" KDIR="$kdir" "$@" 2>&1
 }
 
-# build_user DEST KSFT_DIR: static userspace (demo, selftests) into DEST.
+# build_user DEST KSFT_DIR [make args...]: static userspace (demo,
+# selftests) into DEST; e.g. CC=aarch64-linux-gnu-gcc for the arm64 VMs.
 build_user() {
 	local dest=$1 ksft=$2
+	shift 2
 	mkdir -p "$dest"
-	make -s -C "$top/tools" OUT="$dest/tools" >&2
+	make -s -C "$top/tools" OUT="$dest/tools" "$@" >&2
 	make -s -C "$top/tools/testing/selftests/uio_heap" KSFT_DIR="$ksft" \
-		OUT="$dest/selftests" >&2
+		OUT="$dest/selftests" "$@" >&2
 }
 
 # run_payload KVER VMLINUZ KO PAYLOAD_DIR IOMMU LOG [run-vm args...]:

@@ -392,26 +392,31 @@ static void print_info(void)
  */
 static void test_zero(void)
 {
+#ifdef __x86_64__
 	static const char *const name[] = {
 		"memset", "rep-stosb", "rep-stosq", "movq-loop",
 	};
-	enum { NZ = 64 };
+#else
+	static const char *const name[] = { "memset", "store-loop" };
+#endif
+	enum { NK = sizeof(name) / sizeof(name[0]), NZ = 64 };
 	const size_t len = MiB;
-	uint64_t v[4][NZ], start;
+	uint64_t v[NK][NZ], start;
 	unsigned int k, n = 0;
 
 	printf("# zero: 1 MiB, by instruction\n");
 	start = now_ns();
 	while (n < NZ && (n < 5 || !over_budget(start, budget_s))) {
-		for (k = 0; k < 4; k++) {
+		for (k = 0; k < NK; k++) {
 			uint64_t t0 = now_ns();
-			void *d = floor_buf;
+			void *d __attribute__((unused)) = floor_buf;
 			size_t c;
 
 			switch (k) {
 			case 0:
 				memset(floor_buf, 0, len);
 				break;
+#ifdef __x86_64__
 			case 1:
 				c = len;
 				__asm__ volatile("rep stosb" : "+D"(d), "+c"(c)
@@ -422,6 +427,7 @@ static void test_zero(void)
 				__asm__ volatile("rep stosq" : "+D"(d), "+c"(c)
 						 : "a"(0) : "memory");
 				break;
+#endif
 			default:
 				for (c = 0; c < len / 8; c++)
 					((volatile uint64_t *)floor_buf)[c] = 0;
@@ -432,7 +438,7 @@ static void test_zero(void)
 		}
 		n++;
 	}
-	for (k = 0; k < 4; k++) {
+	for (k = 0; k < NK; k++) {
 		struct stats s = stats_of(v[k], n);
 
 		print_stats("zero", name[k], len, &s);

@@ -12,7 +12,7 @@ usage() {
 	cat >&2 <<EOF
 usage: ${0##*/} --kver KVER --out FILE.cpio.gz --payload DIR
        [--modules-dir DIR] [--ko FILE.ko ...] [--kmod NAME ...]
-       [--kmod-late NAME ...]
+       [--kmod-late NAME ...] [--busybox FILE]
 
   --kver KVER        kernel release the initramfs is for (uname -r)
   --out FILE         output initramfs (gzip'd newc cpio)
@@ -23,6 +23,8 @@ usage: ${0##*/} --kver KVER --out FILE.cpio.gz --payload DIR
                      (uio and uio_pci_generic are always included)
   --kmod-late NAME   in-tree module and deps the payload loads when it wants
                      (listed in /lib/modules/late-order.txt)
+  --busybox FILE     static busybox for the guest (default /bin/busybox); its
+                     applet list is taken from the host's busybox-static
 EOF
 	exit 2
 }
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--ko) kos+=("${2:?}"); shift 2 ;;
 	--kmod) kmods+=("${2:?}"); shift 2 ;;
 	--kmod-late) late+=("${2:?}"); shift 2 ;;
+	--busybox) busybox=${2:?}; shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -100,7 +103,8 @@ install_busybox() {
 	local a
 	mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin}
 	cp "$busybox" "$root/bin/busybox"
-	for a in $("$busybox" --list-full); do
+	# The host's busybox answers: the guest's may be another architecture.
+	for a in $(/bin/busybox --list-full); do
 		case $a in */*) ;; *) continue ;; esac   # skips "linuxrc"
 		[ -e "$root/$a" ] || ln -s /bin/busybox "$root/$a"
 	done

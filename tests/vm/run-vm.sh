@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Boot a kernel + initramfs (from mkinitramfs.sh) in QEMU/TCG with edu DMA
-# devices and an NVMe controller, optionally behind an emulated Intel
-# IOMMU.  Two serial ports: ttyS0 carries /init and the payload (--log),
-# ttyS1 is the kernel's console and carries every kernel message as it is
-# printed (--klog), so that nothing depends on the ring buffer.  stdout
-# gets only the payload's output.
+# devices and an NVMe controller, optionally behind an emulated IOMMU:
+# x86 q35 with an Intel IOMMU, or arm64 virt with an SMMUv3.  Two serial
+# ports: ttyS0 carries /init and the payload (--log); the kernel's console
+# (ttyS1 on x86, the PL011 ttyAMA0 on arm64, where ttyS0 is a PCI UART)
+# carries every kernel message as it is printed (--klog), so that nothing
+# depends on the ring buffer.  stdout gets only the payload's output.
 # Exit: payload rc; 124 = VM timed out, 125 = VM ended without payload end.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ usage() {
 usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
        --log FILE [--klog FILE] [--mem 2G] [--smp 2] [--edu N] [--append "extra cmdline"]
        [--tcg single|multi] [--nvme IMAGE] [--nvme2 IMAGE]
+       [--arch x86_64|arm64] [--dtb FILE]
 
   --edu N     number of edu devices (default and minimum 2): 0000:00:10.0 has
               the default 28-bit DMA mask, 0000:00:11.0 ... are 64-bit
@@ -25,6 +27,12 @@ usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
               bench leaves it to the kernel's nvme driver
   --klog      the kernel's console (default: LOG with .log replaced by .kmsg)
   --append    extra kernel command line (e.g. iommu.strict=1)
+  --arch      x86_64 (default): q35; arm64: virt, whose RAM starts at 1 GiB,
+              so that without an SMMU its narrow edu is 32-bit (edu_bits=32
+              to the guest); 3 GiB by default, all of it below 4 GiB
+  --dtb       arm64: boot with this device tree instead of QEMU's own
+              (tests/arm64/dtb.sh: a non-coherent PCIe host, a platform
+              UIO device)
   --tcg       single (default): one host thread for all vCPUs; multi: MTTCG,
               faster but rarely oopses on int3 while the guest patches its text
 EOF
@@ -33,8 +41,8 @@ EOF
 
 die() { echo "${0##*/}: $*" >&2; exit "${2:-2}"; }
 
-kernel='' initrd='' iommu='' tmo='' log='' klog='' mem=2G smp=2 nedu=2 append='' tcg=single
-nvme='' nvme2=''
+kernel='' initrd='' iommu='' tmo='' log='' klog='' mem='' smp=2 nedu=2 append='' tcg=single
+nvme='' nvme2='' arch=x86_64 dtb=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
@@ -50,6 +58,8 @@ while [ $# -gt 0 ]; do
 	--tcg) tcg=${2:?}; shift 2 ;;
 	--nvme) nvme=${2:?}; shift 2 ;;
 	--nvme2) nvme2=${2:?}; shift 2 ;;
+	--arch) arch=${2:?}; shift 2 ;;
+	--dtb) dtb=${2:?}; shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -57,30 +67,47 @@ done
 { [ -n "$kernel" ] && [ -n "$initrd" ] && [ -n "$tmo" ] && [ -n "$log" ]; } || usage
 case $iommu in on|off) ;; *) usage ;; esac
 case $tcg in single|multi) ;; *) usage ;; esac
+case $arch in x86_64|arm64) ;; *) usage ;; esac
+[ -z "$dtb" ] || [ "$arch" = arm64 ] || die "--dtb is for --arch arm64"
 [ "$nedu" -ge 2 ] 2>/dev/null || die "--edu must be >= 2"
 [ -r "$kernel" ] || die "cannot read kernel $kernel"
 [ -r "$initrd" ] || die "cannot read initrd $initrd"
 klog=${klog:-${log%.log}.kmsg}
 
-qemu=(qemu-system-x86_64 -M q35 -accel "tcg,thread=$tcg" -cpu max -m "$mem" -smp "$smp"
-	-nodefaults -nographic -no-reboot -monitor none
-	-chardev "file,id=con0,path=$log" -serial chardev:con0
-	-chardev "file,id=con1,path=$klog" -serial chardev:con1
-	-kernel "$kernel" -initrd "$initrd")
 # The last console= is /dev/console: /init moves itself to ttyS0.  A ring
 # of 16 MiB keeps the payload's closing dmesg dump whole as well.
 # TCG has no stolen-time accounting: a starved host must not look like a
 # soft lockup, hung task or RCU stall (a real hang hits the VM timeout).
-cmdline="console=ttyS1 loglevel=7 log_buf_len=16M panic=-1"
-cmdline+=" watchdog_thresh=60 hung_task_timeout_secs=600 rcupdate.rcu_cpu_stall_timeout=120"
-# intel-iommu must come before the PCI devices it translates for.
-if [ "$iommu" = on ]; then
-	qemu+=(-device "intel-iommu,intremap=off")
-	cmdline+=" intel_iommu=on"
+cmdline="loglevel=7 log_buf_len=16M panic=-1"
+cmdline+=" watchdog_thresh=60 sysctl.kernel.hung_task_timeout_secs=600 rcupdate.rcu_cpu_stall_timeout=120"
+common=(-accel "tcg,thread=$tcg" -smp "$smp" -nodefaults -nographic -no-reboot -monitor none
+	-chardev "file,id=con0,path=$log" -chardev "file,id=con1,path=$klog"
+	-kernel "$kernel" -initrd "$initrd")
+edu_bits=28
+if [ "$arch" = x86_64 ]; then
+	qemu=(qemu-system-x86_64 -M q35 -cpu max -m "${mem:-2G}" "${common[@]}"
+	      -serial chardev:con0 -serial chardev:con1)
+	cmdline="console=ttyS1 $cmdline"
+	# intel-iommu must come before the PCI devices it translates for.
+	if [ "$iommu" = on ]; then
+		qemu+=(-device "intel-iommu,intremap=off")
+		cmdline+=" intel_iommu=on"
+	else
+		cmdline+=" intel_iommu=off"
+	fi
 else
-	cmdline+=" intel_iommu=off"
+	# pauth-impdef: QEMU's own pointer-auth hash, far cheaper in TCG.
+	machine=virt
+	[ "$iommu" = on ] && machine+=,iommu=smmuv3
+	qemu=(qemu-system-aarch64 -M "$machine" -cpu max,pauth-impdef=on -m "${mem:-3G}"
+	      "${common[@]}" -serial chardev:con1 -device "pci-serial,chardev=con0,addr=0x1f")
+	[ -n "$dtb" ] && qemu+=(-dtb "$dtb")
+	cmdline="console=ttyAMA0 $cmdline"
+	# No RAM below 1 GiB: a 28-bit engine reaches nothing without an
+	# IOMMU.  (The board VM's platform device has the narrow window.)
+	[ "$iommu" = off ] && edu_bits=32
 fi
-qemu+=(-device "edu,addr=0x10")
+qemu+=(-device "edu,addr=0x10,dma_mask=$(printf '%#x' $(((1 << edu_bits) - 1)))")
 edu64=
 for ((i = 1; i < nedu; i++)); do
 	slot=$(printf '%02x' $((0x10 + i)))
@@ -98,7 +125,7 @@ fi
 [ -w "$nvme" ] || die "cannot write NVMe image $nvme"
 qemu+=(-drive "file=$nvme,if=none,format=raw,id=nvm0"
        -device "nvme,serial=uioheap0,drive=nvm0,addr=0x0c")
-args="iommu=$iommu,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0"
+args="iommu=$iommu,arch=$arch,edu_bits=$edu_bits,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0"
 if [ -n "$nvme2" ]; then
 	[ -w "$nvme2" ] || die "cannot write NVMe image $nvme2"
 	qemu+=(-drive "file=$nvme2,if=none,format=raw,id=nvm1"
