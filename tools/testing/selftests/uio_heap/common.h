@@ -5,7 +5,9 @@
  *
  * The VM bench gives each guest two edu devices bound to uio_pci_generic
  * and says which is which: UIOHEAP_EDU28 is the PCI address of the one
- * with the 28-bit DMA engine, UIOHEAP_EDU64 (first word) of a 64-bit one.
+ * with the narrow DMA engine (UIOHEAP_EDU_BITS wide: 28, or 32 on arm64
+ * without an SMMU, where no RAM lies below 1 GiB), UIOHEAP_EDU64 (first
+ * word) of a 64-bit one.
  * Heaps are found from those addresses; a missing one is a failure, never
  * a skip.  Index 0 of every pair below is the narrow edu, 1 the wide one.
  *
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -416,8 +419,22 @@ static inline void node_of(char *node, size_t size, const char *uio)
 	snprintf(node, size, "/dev/dma_heap/%s", uio);
 }
 
+/* The width of the narrow edu's DMA engine, which only userspace knows. */
+static inline int edu_narrow_bits(void)
+{
+	const char *env = getenv("UIOHEAP_EDU_BITS");
+
+	return env ? atoi(env) : 28;
+}
+
+/* The narrow edu's DMA mask. */
+static inline uint64_t edu_narrow_mask(void)
+{
+	return (1ULL << edu_narrow_bits()) - 1;
+}
+
 /*
- * The PCI address of the narrow (28-bit, @narrow) or the wide edu, from
+ * The PCI address of the narrow (@narrow) or the wide edu, from
  * UIOHEAP_EDU28 and the first word of UIOHEAP_EDU64.  0 or -ENOENT.
  */
 static inline int edu_pci(bool narrow, char *pci, size_t size)
@@ -1030,6 +1047,162 @@ static inline const char *canary_clean(const char *node, int ms)
 			munmap(p[i], SZ_64K);
 	close(heap);
 	return why[0] ? why : NULL;
+}
+
+/*
+ * The cache maintenance the DMA API does, seen through kprobes on arm64's
+ * arch_sync_dma_for_cpu() and arch_sync_dma_for_device() (paddr, size,
+ * direction in x0-x2).  Architectures whose devices all snoop (x86) have
+ * neither: sync_probe_start() then returns -ENOENT.
+ */
+#define TRACEFS		"/sys/kernel/tracing/"
+#define SYNC_PROBES	"p:uioheap/for_cpu arch_sync_dma_for_cpu paddr=%x0 size=%x1 dir=%x2\n" \
+			"p:uioheap/for_device arch_sync_dma_for_device paddr=%x0 size=%x1 dir=%x2\n"
+
+struct sync_seen {
+	unsigned long calls[2];		/* [0] for the CPU, [1] for the device */
+	unsigned long long bytes[2];
+	unsigned int dirs[2];		/* bit (1 << dma_data_direction) */
+	uint64_t lo, hi;		/* lowest and highest byte maintained */
+};
+
+/* Writes @text to tracefs file @name, truncating it (which clears it). */
+static inline int tracefs_write(const char *name, const char *text)
+{
+	ssize_t n, len = strlen(text);
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), TRACEFS "%s", name);
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, text, len);
+	n = n == len ? 0 : -errno;
+	close(fd);
+	return n;
+}
+
+static inline void sync_probe_stop(void)
+{
+	tracefs_write("events/uioheap/enable", "0");
+	tracefs_write("kprobe_events", "");
+}
+
+static inline int sync_probe_start(void)
+{
+	int ret;
+
+	if (!path_exists(TRACEFS "kprobe_events") &&
+	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
+		return -errno;
+	if (!path_exists(TRACEFS "kprobe_events"))
+		return -EOPNOTSUPP;
+	sync_probe_stop();
+	/* A kprobe on a symbol the kernel does not have: ENOENT or EINVAL. */
+	ret = tracefs_write("kprobe_events", SYNC_PROBES);
+	if (ret == -ENOENT || ret == -EINVAL)
+		return -ENOENT;
+	if (!ret)
+		ret = tracefs_write("events/uioheap/enable", "1");
+	if (!ret)
+		ret = tracefs_write("trace", "");
+	return ret;
+}
+
+/* What was maintained since the last call; clears the trace. */
+static inline int sync_probe_read(struct sync_seen *s)
+{
+	unsigned long long paddr, size, dir;
+	char line[512];
+	const char *at;
+	FILE *f;
+	int k;
+
+	memset(s, 0, sizeof(*s));
+	s->lo = UINT64_MAX;
+	f = fopen(TRACEFS "trace", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#')
+			continue;
+		k = strstr(line, " for_device: ") ? 1 : 0;
+		if (!k && !strstr(line, " for_cpu: "))
+			continue;
+		at = strstr(line, "paddr=");
+		if (!at || sscanf(at, "paddr=%llx size=%llx dir=%llx",
+				  &paddr, &size, &dir) != 3 || dir > 3)
+			continue;
+		s->calls[k]++;
+		s->bytes[k] += size;
+		s->dirs[k] |= 1u << dir;
+		if (paddr < s->lo)
+			s->lo = paddr;
+		if (paddr + size - 1 > s->hi || s->hi == 0)
+			s->hi = paddr + size - 1;
+	}
+	fclose(f);
+	return tracefs_write("trace", "");
+}
+
+/*
+ * DMA_BUF_IOCTL_SYNC on a buffer of @node: for each CPU access and each
+ * end of it, the whole buffer is maintained for the device in the
+ * direction the access implies (READ: from the device, WRITE: to it, RW:
+ * both; enum dma_data_direction) when @maintained, and nothing is
+ * otherwise.  When @phys_lo is not 0, what was maintained lies in
+ * [@phys_lo, @phys_hi].
+ */
+static inline void sync_checks(struct __test_metadata *_metadata,
+			       const char *node, bool maintained,
+			       uint64_t phys_lo, uint64_t phys_hi)
+{
+	static const struct {
+		unsigned int rw, dir;
+	} acc[] = {
+		{ DMA_BUF_SYNC_READ, 2 },	/* DMA_FROM_DEVICE */
+		{ DMA_BUF_SYNC_WRITE, 1 },	/* DMA_TO_DEVICE */
+		{ DMA_BUF_SYNC_RW, 0 },		/* DMA_BIDIRECTIONAL */
+	};
+	const size_t len = SZ_64K;
+	struct sync_seen seen;
+	int heap, buf, start;
+	unsigned int i;
+	unsigned char *p;
+
+	heap = uioheap_open(node);
+	ASSERT_LE(0, heap) TH_LOG("%s: %s", node, strerror(-heap));
+	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf) TH_LOG("%s: %s", node, strerror(-buf));
+	p = uioheap_map(buf, len);
+	ASSERT_NE(NULL, p);
+	ASSERT_EQ(0, sync_probe_read(&seen));
+	for (i = 0; i < ARRAY_SIZE(acc); i++) {
+		for (start = 1; start >= 0; start--) {
+			ASSERT_EQ(0, uioheap_sync_rw(buf, start, acc[i].rw));
+			if (start)
+				memset(p, i, len);
+			ASSERT_EQ(0, sync_probe_read(&seen));
+			/* START: for the CPU; END: for the device. */
+			EXPECT_EQ(maintained ? len : 0, seen.bytes[!start])
+				TH_LOG("%s: sync %s rw %u", node,
+				       start ? "start" : "end", acc[i].rw);
+			EXPECT_EQ(0, seen.bytes[start]);
+			if (maintained)
+				EXPECT_EQ(1u << acc[i].dir, seen.dirs[!start])
+					TH_LOG("%s: sync %s rw %u: directions %#x",
+					       node, start ? "start" : "end",
+					       acc[i].rw, seen.dirs[!start]);
+			if (maintained && phys_lo) {
+				EXPECT_LE(phys_lo, seen.lo);
+				EXPECT_GE(phys_hi, seen.hi);
+			}
+		}
+	}
+	munmap(p, len);
+	close(buf);
+	close(heap);
 }
 
 #endif

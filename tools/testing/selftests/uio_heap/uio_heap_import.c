@@ -268,20 +268,22 @@ TEST_F(imp, exporter_fd_closed_while_imported)
 }
 
 /*
- * A device that reaches only the low 256 MiB (the narrow edu, 28-bit
- * mask) imports a buffer from anywhere: through the IOMMU it works, with
- * an address below the mask, and carries real DMA; without one its mask
- * does not cover the VM's memory, and the import fails with ERANGE (no
- * bounced address, no kernel warning).
+ * A device that reaches only part of memory (the narrow edu) imports a
+ * buffer from anywhere: through the IOMMU it works, with an address below
+ * the mask, and carries real DMA; without one, a buffer its mask does not
+ * cover fails with ERANGE (no bounced address, no kernel warning).  A
+ * 28-bit mask covers none of the wide edu's buffers in these VMs; arm64's
+ * 32-bit one covers the lower three quarters of memory.
  */
 TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 {
-	const uint64_t mask = (1ULL << 28) - 1;
+	const uint64_t mask = edu_narrow_mask();
 	unsigned char *p, *sp;
 	uint64_t addr, saddr;
 	int heap, buf, stage, handle;
 
-	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[0], "dma_mask_bits", 28));
+	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[0], "dma_mask_bits",
+					 edu_narrow_bits()));
 	heap = uioheap_open(self->uio[0]);
 	ASSERT_LE(0, heap);
 	stage = uioheap_alloc(heap, PAGE_SZ, O_RDWR | O_CLOEXEC);
@@ -298,7 +300,9 @@ TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 	handle = uioheap_import(heap, buf, &addr, NULL);
 	if (self->translated)
 		ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
-	if (!self->translated)
+	if (!self->translated && edu_narrow_bits() < 32)
+		EXPECT_EQ(-ERANGE, handle);
+	if (!self->translated && handle < 0)
 		EXPECT_EQ(-ERANGE, handle);
 	if (handle > 0) {
 		EXPECT_GE(mask, addr + self->len - 1);
