@@ -4,7 +4,9 @@
 # make check: everything CI runs.  Installs what it needs from Debian's
 # archive, checks style, builds the module warning-free for each stock
 # Debian kernel, and runs the selftests in QEMU on each kernel with the
-# IOMMU off and on.  Prints every TAP stream and one closing line.
+# IOMMU off and on: x86 q35, and arm64 virt (tests/arm64/) with its SMMU
+# off and on and as a board with non-coherent and device-tree DMA masters.
+# Prints every TAP stream and one closing line.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -22,6 +24,7 @@ log "kernels ${kernels[*]}, linux-source-6.12 $(dpkg-query -W -f='${Version}' li
 
 # For quicker runs while developing (CI sets none of these):
 #   UIOHEAP_KERNELS="6.12*"  UIOHEAP_IOMMU_MODES=on  UIOHEAP_SUITES=uio_heap_test
+#   UIOHEAP_ARM64_MODES="on nc" (of "off on nc"; "none": no arm64 at all)
 if [ -n "${UIOHEAP_KERNELS:-}" ]; then
 	sel=()
 	for k in "${kernels[@]}"; do
@@ -34,7 +37,7 @@ if [ -n "${UIOHEAP_KERNELS:-}" ]; then
 fi
 narrowed=
 for v in UIOHEAP_KERNELS UIOHEAP_IOMMU_MODES UIOHEAP_DEBUG_IOMMU_MODES \
-	 UIOHEAP_NO_DEBUG_KERNEL UIOHEAP_SUITES UIOHEAP_QUICK; do
+	 UIOHEAP_NO_DEBUG_KERNEL UIOHEAP_SUITES UIOHEAP_QUICK UIOHEAP_ARM64_MODES; do
 	[ -n "${!v:-}" ] && narrowed="$narrowed $v=${!v}"
 done
 [ -n "$narrowed" ] && log "partial run, not what CI runs:$narrowed"
@@ -49,6 +52,20 @@ vm_timeout=1500
 [ -n "${UIOHEAP_LONG:-}" ] && vm_timeout=3600
 vm_append=
 [ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
+
+# Debian's stock arm64 kernel, unpacked (tests/arm64/fetch.sh): "off" and
+# "on" are virt with the SMMUv3 off and on, "nc" the board of
+# tests/arm64/dtb.sh (non-coherent PCIe, a device-tree UIO device).
+arm64_modes=${UIOHEAP_ARM64_MODES:-off on nc}
+[ "$arm64_modes" = none ] && arm64_modes=
+arm64=
+if [ -n "$arm64_modes" ]; then
+	arm64=$("$top/tests/arm64/fetch.sh")
+	arm64_kver=$(cat "$arm64/kver")
+	arm64_kdir=$arm64/usr/src/linux-headers-$arm64_kver
+	arm64_make=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+	log "arm64: ${arm64##*/}, $(qemu-system-aarch64 --version | head -n 1)"
+fi
 
 # The patched debug kernel (tests/kernel/): built once, then cached.
 debug=
@@ -143,8 +160,35 @@ host_checks() {
 		[ -f "$out/mod-debug/drivers/uio_heap/uio_heap_test.ko" ] &&
 			tap_line OK "KUnit suite built" || tap_line FAIL "KUnit suite built"
 	fi
+	[ -n "$arm64" ] && arm64_checks
 	echo "1..$host_n"
 	return $host_rc
+}
+
+# What DKMS on an arm64 board would build, for the kernel that board runs.
+arm64_checks() {
+	local ko=$out/mod-arm64/drivers/uio_heap/uio_heap.ko crc sym bad='' msg
+	local stock=$arm64/lib/modules/$arm64_kver/kernel/drivers/uio/uio.ko.xz
+
+	build_check "build arm64 $arm64_kver W=1" "$arm64_kdir" "$out/mod-arm64" W=1 "${arm64_make[@]}"
+	build_check "sparse arm64 $arm64_kver C=2" "$arm64_kdir" "$out/sparse-arm64" C=2 "${arm64_make[@]}"
+	[ -f "$ko" ] || return 0
+	# It loads on the stock kernel: that kernel's vermagic, and the CRC of
+	# each symbol it imports as that kernel exports it.
+	[ "$(modinfo -F vermagic "$ko")" = "$(modinfo -F vermagic "$stock")" ] &&
+		tap_line OK "arm64 module has the stock kernel's vermagic" ||
+		tap_line FAIL "arm64 module has the stock kernel's vermagic" \
+			"$(modinfo -F vermagic "$ko") != $(modinfo -F vermagic "$stock")"
+	msg=$(modprobe --dump-modversions "$ko")
+	while read -r crc sym; do
+		grep -q "^$crc	$sym	" "$arm64_kdir/Module.symvers" || bad="$bad $sym"
+	done <<<"$msg"
+	[ -z "$bad" ] && [ "$(wc -l <<<"$msg")" -gt 50 ] &&
+		tap_line OK "arm64 module's $(wc -l <<<"$msg") symbol CRCs are the stock kernel's" ||
+		tap_line FAIL "arm64 module's symbol CRCs are the stock kernel's" "differ:${bad:- (too few listed)}"
+	msg=$("$top/tests/arm64/pdrv.sh" "$arm64" 2>&1) &&
+		tap_line OK "uio_pdrv_genirq (test-only) built W=1 for arm64" ||
+		tap_line FAIL "uio_pdrv_genirq (test-only) built W=1 for arm64" "$msg"
 }
 
 if [ -n "${UIOHEAP_QUICK:-}" ]; then
@@ -152,6 +196,7 @@ if [ -n "${UIOHEAP_QUICK:-}" ]; then
 		build_module "/lib/modules/$k/build" "$out/mod-$k" >&2
 	done
 	[ -n "$debug" ] && build_module "$debug/obj" "$out/mod-debug" >&2
+	[ -n "$arm64" ] && build_module "$arm64_kdir" "$out/mod-arm64" "${arm64_make[@]}" >&2
 else
 	log "host checks"
 	host_checks | tee "$tapdir/host.tap" || true
@@ -172,18 +217,32 @@ cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-d
 if [ -z "${UIOHEAP_QUICK:-}" ] && [ -d "$out/deb/payload" ]; then
 	cp -a "$out/deb/payload" "$payload/pkg"
 fi
+if [ -n "$arm64" ]; then
+	build_user "$out/user-arm64" "$ksrc/tools/testing/selftests" \
+		CC=aarch64-linux-gnu-gcc AR=aarch64-linux-gnu-ar
+	payload_arm64=$out/payload-arm64
+	rm -rf "$payload_arm64" && mkdir -p "$payload_arm64"
+	cp "$top/tests/guest/run.sh" "$out/user-arm64/selftests/"* \
+		"$out/user-arm64/tools/uio-heap-demo" "$out/user-arm64/tools/uio-nvme" \
+		"$out/user-arm64/tools/uio-heap" "$payload_arm64/"
+	pdrv_ko=$("$top/tests/arm64/pdrv.sh" "$arm64")
+	board_dtb=$("$top/tests/arm64/dtb.sh" 3G 2)
+fi
 # The NVMe test image's seed (tools/nvme/pattern.h), logged to replay a run.
 nvme_seed=${UIOHEAP_NVME_SEED:-$((RANDOM << 15 | RANDOM))}
 log "NVMe image seed $nvme_seed"
 
 # vm NAME KIND VMLINUZ KVER MODDIR IOMMU KMODS GUEST_ARGS KO...: one VM, one
-# TAP file: the payload's streams, then the host's verdict on them.
+# TAP file: the payload's streams, then the host's verdict on them.  The
+# payload is $vm_payload; vm_mk and vm_run hold further arguments of
+# mkinitramfs.sh and run-vm.sh (the arm64 VMs').
+vm_payload=$payload vm_mk=() vm_run=()
 vm() {
 	local name=$1 kind=$2 vmlinuz=$3 kver=$4 moddir=$5 iommu=$6 kmods=$7 gargs=$8 rc=0 ko
 	shift 8
 	local base=$out/vm-$name-$iommu tap=$tapdir/$name-iommu-$iommu.tap
-	local args=(--kver "$kver" --modules-dir "$moddir" --payload "$payload"
-		    --out "$base.cpio.gz")
+	local args=(--kver "$kver" --modules-dir "$moddir" --payload "$vm_payload"
+		    --out "$base.cpio.gz" ${vm_mk[@]+"${vm_mk[@]}"})
 	for ko in "$@"; do args+=(--ko "$ko"); done
 	# shellcheck disable=SC2206
 	args+=($kmods)
@@ -193,7 +252,7 @@ vm() {
 	   "$out/user/tools/uio-nvme-pattern" "$base.nvme.img" 64 "$nvme_seed"; then
 		"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$base.cpio.gz" \
 			--iommu "$iommu" --log "$base.log" --klog "$base.kmsg" \
-			--nvme "$base.nvme.img" --timeout "$vm_timeout" \
+			--nvme "$base.nvme.img" --timeout "$vm_timeout" ${vm_run[@]+"${vm_run[@]}"} \
 			--append "uioheap.args=$gargs,nvme_seed=$nvme_seed $vm_append" \
 			>"$base.out" || rc=$?
 	else
@@ -231,7 +290,7 @@ vgem=0
 # KASAN, lockdep and DMA-API debugging with the IOMMU off and on.
 if [ -n "$debug" ]; then
 	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-${UIOHEAP_IOMMU_MODES:-off on}}; do
-		vm_bg patched-debug "$(kseries "$debug_kver")-debug-$iommu" "$debug/bzImage" \
+		vm_bg patched-debug "$(kseries "$debug_kver")-debug-$iommu-x86" "$debug/bzImage" \
 			"$debug_kver" "$debug/mods/lib/modules/$debug_kver" "$iommu" \
 			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq --kmod-late vgem" "patched=1,vgem=0" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
@@ -240,11 +299,29 @@ if [ -n "$debug" ]; then
 fi
 for k in "${kernels[@]}"; do
 	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
-		vm_bg "$k" "$(kseries "$k")-stock-$iommu" "/boot/vmlinuz-$k" "$k" \
+		vm_bg "$k" "$(kseries "$k")-stock-$iommu-x86" "/boot/vmlinuz-$k" "$k" \
 			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
 			"$out/mod-$k/drivers/uio_heap/uio_heap.ko"
 	done
 done
+if [ -n "$arm64" ]; then
+	vm_payload=$payload_arm64
+	vm_mk=(--busybox "$arm64/bin/busybox")
+	for mode in $arm64_modes; do
+		iommu=$mode name=arm64-$arm64_kver kind=arm64 kos=()
+		gargs="patched=0,vgem=$vgem"
+		vm_run=(--arch arm64)
+		if [ "$mode" = nc ]; then
+			iommu=off name=arm64nc-$arm64_kver kind=arm64nc kos=("$pdrv_ko")
+			gargs="$gargs,$(cat "$board_dtb.args")"
+			vm_run+=(--dtb "$board_dtb")
+		fi
+		vm_bg "$name" "$(kseries "$arm64_kver")-stock-$iommu-$kind" \
+			"$arm64/boot/vmlinuz-$arm64_kver" "$arm64_kver" \
+			"$arm64/lib/modules/$arm64_kver" "$iommu" "$UIOHEAP_KMODS" "$gargs" \
+			"$out/mod-arm64/drivers/uio_heap/uio_heap.ko" ${kos[@]+"${kos[@]}"}
+	done
+fi
 wait
 for v in ${started[@]+"${started[@]}"}; do
 	read -r name iommu <<<"$v"

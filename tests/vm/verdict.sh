@@ -4,8 +4,8 @@
 # verdict.sh KIND PAYLOAD KMSG RC: what one VM of make check must show,
 # as a TAP stream of named results.
 #
-#   KIND     the VM's kind, KERNEL-BUILD-IOMMU (e.g. 6.12-debug-on), looked up
-#            in tests/expectations
+#   KIND     the VM's kind, KERNEL-BUILD-IOMMU-MACHINE (e.g.
+#            6.12-debug-on-x86), looked up in tests/expectations
 #   PAYLOAD  the payload's output (run-vm.sh's stdout): suites between
 #            @@SUITE NAME@@ and @@SUITE-END NAME rc=N@@ markers
 #   KMSG     the kernel's console (run-vm.sh --klog): every kernel message
