@@ -67,11 +67,14 @@ static inline bool path_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* Writes @text to a sysfs or debugfs file: 0 or -errno. */
+/*
+ * Writes @text to a sysfs, debugfs or tracefs file, truncating as the
+ * shell's > does (which clears tracefs's kprobe_events): 0 or -errno.
+ */
 static inline int write_str(const char *path, const char *text)
 {
 	ssize_t n, len = strlen(text);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -1069,18 +1072,10 @@ struct sync_seen {
 /* Writes @text to tracefs file @name, truncating it (which clears it). */
 static inline int tracefs_write(const char *name, const char *text)
 {
-	ssize_t n, len = strlen(text);
 	char path[128];
-	int fd;
 
 	snprintf(path, sizeof(path), TRACEFS "%s", name);
-	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, text, len);
-	n = n == len ? 0 : -errno;
-	close(fd);
-	return n;
+	return write_str(path, text);
 }
 
 static inline void sync_probe_stop(void)
