@@ -15,8 +15,9 @@ start=$SECONDS
 tapdir=$out/tap
 rm -rf "$tapdir" && mkdir -p "$tapdir"
 ksrc=$(ksrc_dir)
-# vgem: an in-tree dma-buf importer for the importer tests.
-export UIOHEAP_KMODS=${UIOHEAP_KMODS---kmod vgem --kmod brd}
+# vgem: an in-tree dma-buf importer for the importer tests; brd and
+# null_blk: block devices for O_DIRECT (null_blk's can be made slow).
+export UIOHEAP_KMODS=${UIOHEAP_KMODS---kmod vgem --kmod brd --kmod null_blk}
 mapfile -t kernels < <(stock_kernels)
 [ ${#kernels[@]} -ge 2 ] || die "expected two stock kernels, found: ${kernels[*]}"
 # The archive moves (security updates): say what this run tested.
@@ -292,7 +293,7 @@ if [ -n "$debug" ]; then
 	for iommu in ${UIOHEAP_DEBUG_IOMMU_MODES:-${UIOHEAP_IOMMU_MODES:-off on}}; do
 		vm_bg patched-debug "$(kseries "$debug_kver")-debug-$iommu-x86" "$debug/bzImage" \
 			"$debug_kver" "$debug/mods/lib/modules/$debug_kver" "$iommu" \
-			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq --kmod-late vgem" "patched=1,vgem=0" \
+			"--kmod uio_pdrv_genirq --kmod uio_dmem_genirq --kmod null_blk --kmod-late vgem" "patched=1,vgem=0" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap.ko" \
 			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
 	done

@@ -328,6 +328,99 @@ TEST_F(dev, io_uring_registration_outlives_the_device)
 	wait_heap_back(_metadata, self);
 }
 
+/* A null_blk disk made through configfs (the VM loads null_blk): its name. */
+#define SLOW_DISK	"uioheap-slow"
+#define SLOW_CFG	"/sys/kernel/config/nullb/" SLOW_DISK
+
+static void slow_disk_put(void)
+{
+	write_str(SLOW_CFG "/power", "0");
+	rmdir(SLOW_CFG);
+}
+
+/*
+ * /dev/SLOW_DISK, whose every request completes @ns nanoseconds after it
+ * was submitted (null_blk's timer mode): 0 or -errno.
+ */
+static int slow_disk_get(const char *ns)
+{
+	if (!path_exists("/sys/kernel/config/nullb"))
+		mount("configfs", "/sys/kernel/config", "configfs", 0, NULL);
+	slow_disk_put();
+	if (mkdir(SLOW_CFG, 0755) ||
+	    write_str(SLOW_CFG "/size", "16") ||
+	    write_str(SLOW_CFG "/blocksize", "4096") ||
+	    write_str(SLOW_CFG "/irqmode", "2") ||
+	    write_str(SLOW_CFG "/completion_nsec", ns) ||
+	    write_str(SLOW_CFG "/power", "1"))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* Reads the slow disk has in flight (the first figure of the two). */
+static unsigned long long reads_in_flight(void)
+{
+	char line[64];
+
+	if (read_str("/sys/block/" SLOW_DISK "/inflight", line, sizeof(line)) <= 0)
+		return 0;
+	return strtoull(line, NULL, 10);
+}
+
+/*
+ * The device goes while an O_DIRECT read into the buffer is in flight
+ * (the disk holds it for 5 s): the mappings fault at once, the pages
+ * pinned for the read stay until it completes in full, and the buffer
+ * is gone once the read and the last fd are.
+ */
+TEST_F(dev, odirect_read_in_flight_when_device_goes)
+{
+	unsigned long long before;
+	unsigned char *p;
+	int heap, buf, fd, status, i, ret;
+	pid_t pid;
+
+	ret = slow_disk_get("5000000000");
+	ASSERT_EQ(0, ret) TH_LOG("null_blk through configfs: %s", strerror(-ret));
+	fd = open("/dev/" SLOW_DISK, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	ASSERT_LE(0, fd) TH_LOG("/dev/" SLOW_DISK ": %s", strerror(errno));
+	heap = open(self->node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap);
+	before = revoked_bytes();
+	buf = uioheap_alloc(heap, SZ_1M, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	p = uioheap_map(buf, SZ_1M);
+	ASSERT_NE(NULL, p);
+	memset(p, 0x5a, SZ_1M);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(pread(fd, p, SZ_1M, 0) == SZ_1M ? 0 : 1);
+	for (i = 0; i < 200 && !reads_in_flight(); i++)
+		sleep_ms(10);
+	ASSERT_LT(0ULL, reads_in_flight()) TH_LOG("no read in flight");
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	EXPECT_LT(0ULL, reads_in_flight()) TH_LOG("the read ended before the unbind");
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
+	EXPECT_EQ(before + SZ_1M, revoked_bytes());
+	EXPECT_EQ(0, munmap(p, SZ_1M));
+	EXPECT_EQ(0, close(buf));
+	close(heap);
+
+	/* The read completes into the pinned pages; then the child lets go. */
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		TH_LOG("the O_DIRECT read did not read 1 MiB");
+	EXPECT_EQ(before, revoked_bytes());
+	close(fd);
+	slow_disk_put();
+
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
+	wait_heap_back(_metadata, self);
+}
+
 /* An importer's mapping survives its exporter's device going away. */
 TEST_F(dev, importer_mapped_when_device_goes)
 {
