@@ -338,14 +338,17 @@ static void uio_heap_dma_unmap(struct uio_heap_buffer *buf)
 			  DMA_ATTR_SKIP_CPU_SYNC);
 }
 
-/* Drops uio-heap's references; a page pinned elsewhere lives on until unpinned. */
+/*
+ * Drops uio-heap's references, one per block (uio_heap_take_pages()); a
+ * page pinned elsewhere keeps its block until unpinned.
+ */
 static void uio_heap_free_pages(struct uio_heap_buffer *buf)
 {
-	unsigned long n = 0, npages = buf->size >> PAGE_SHIFT;
+	unsigned long i, n = 0, npages = buf->size >> PAGE_SHIFT;
 
-	/* Filled front to back: a failed allocation leaves a NULL tail. */
-	while (n < npages && buf->pages[n])
-		n++;
+	/* Filled front to back, block by block: a failed allocation leaves a NULL tail. */
+	for (i = 0; i < npages && buf->pages[i]; i += compound_nr(buf->pages[i]))
+		buf->pages[n++] = buf->pages[i];
 	/* Batched: one zone lock round trip per batch, not one per page. */
 	release_pages(buf->pages, n);
 	kvfree(buf->pages);
@@ -418,12 +421,21 @@ static const struct dma_buf_ops uio_heap_buf_ops = {
 #endif
 };
 
-/* Hands out the 2^@order pages at @page as @n order-0 pages, frees the rest. */
+/*
+ * Hands out the 2^@order pages at @page as @n pages.  A compound block is
+ * taken whole and stays one: one reference, freed in one go, as the
+ * system heap does.  Any other is split, and what @n leaves is freed.
+ */
 static void uio_heap_take_pages(struct page **pages, struct page *page,
 				unsigned int order, unsigned long n)
 {
 	unsigned long i;
 
+	if (PageCompound(page)) {
+		for (i = 0; i < n; i++)
+			pages[i] = page + i;
+		return;
+	}
 	split_page(page, order);
 	for (i = 0; i < 1UL << order; i++) {
 		if (i < n)
@@ -451,7 +463,7 @@ static int uio_heap_alloc_scattered(struct uio_heap_buffer *buf, gfp_t gfp)
 		for (i = 0; i < ARRAY_SIZE(orders); i++) {
 			if (npages - done < 1UL << orders[i])
 				continue;
-			page = alloc_pages(orders[i] ? (gfp | __GFP_NORETRY) &
+			page = alloc_pages(orders[i] ? (gfp | __GFP_NORETRY | __GFP_COMP) &
 					   ~__GFP_RECLAIM : gfp, orders[i]);
 			if (page)
 				break;
@@ -480,6 +492,9 @@ static int uio_heap_alloc_contiguous(struct uio_heap_buffer *buf, gfp_t gfp)
 
 	if (order > UIO_HEAP_MAX_ORDER)
 		return -ENOMEM;
+	/* Taken whole, the block can stay one compound page. */
+	if (order && buf->size == PAGE_SIZE << order)
+		gfp |= __GFP_COMP;
 	/* Small zones last: ZONE_DMA may be all the kernel's own drivers have. */
 	if (uio_heap_dma_limit(dev) <= DMA_BIT_MASK(32))
 		zone = IS_ENABLED(CONFIG_ZONE_DMA32) ? __GFP_DMA32 : __GFP_DMA;
