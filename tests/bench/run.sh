@@ -65,7 +65,7 @@ system_heap_allocate system_heap_dma_buf_release system_heap_mmap
 dma_alloc_attrs dma_direct_alloc iommu_dma_alloc dma_free_attrs dma_direct_free
 iommu_dma_free __alloc_pages_noprof __free_pages dma_common_pages_remap vunmap
 iommu_map_sg __iommu_dma_map iommu_unmap dma_get_sgtable_attrs dma_buf_export
-dma_buf_release"
+dma_buf_release release_pages iput"
 profile() {
 	local t=/sys/kernel/tracing f
 

@@ -225,23 +225,43 @@ static unsigned long long revoked_bytes(void)
 	return read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0);
 }
 
+/* A mapped buffer on the fixture's node, for the tests that unbind under it. */
+struct held_buf {
+	unsigned long long before;	/* revoked_bytes before it existed */
+	unsigned char *p;
+	size_t size;
+	int heap;
+	int buf;
+};
+
+static void held_buf_get(struct __test_metadata *_metadata,
+			 FIXTURE_DATA(dev) *self, struct held_buf *hb,
+			 size_t size)
+{
+	hb->size = size;
+	hb->heap = open(self->node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, hb->heap);
+	hb->before = revoked_bytes();
+	hb->buf = uioheap_alloc(hb->heap, size, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, hb->buf);
+	hb->p = uioheap_map(hb->buf, size);
+	ASSERT_NE(NULL, hb->p);
+}
+
 /*
- * Unbinds the device under a 64 KiB buffer whose pages something else
- * holds, then lets go of the heap's side (mapping, buffer fd, heap fd):
- * the mapping faults, and the buffer is counted in revoked_bytes exactly
- * until its fd is closed.
+ * Unbinds the device under @hb, then lets go of the heap's side of it
+ * (mapping, buffer fd, heap fd): the mapping faults, and the buffer is
+ * counted in revoked_bytes until its last user, whoever that is, goes.
  */
-static void unbind_and_let_go(struct __test_metadata *_metadata,
-			      FIXTURE_DATA(dev) *self, unsigned char *p,
-			      int buf, int heap, unsigned long long before)
+static void held_buf_unbind_put(struct __test_metadata *_metadata,
+				FIXTURE_DATA(dev) *self, struct held_buf *hb)
 {
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
-	EXPECT_EQ(before + SZ_64K, revoked_bytes());
-	EXPECT_EQ(0, munmap(p, SZ_64K));
-	EXPECT_EQ(0, close(buf));
-	close(heap);
-	EXPECT_EQ(before, revoked_bytes());
+	EXPECT_EQ(SIGBUS, probe_pages(hb->p, 1, false, 0));
+	EXPECT_EQ(hb->before + hb->size, revoked_bytes());
+	EXPECT_EQ(0, munmap(hb->p, hb->size));
+	EXPECT_EQ(0, close(hb->buf));
+	close(hb->heap);
 }
 
 /*
@@ -251,27 +271,21 @@ static void unbind_and_let_go(struct __test_metadata *_metadata,
  */
 TEST_F(dev, pinned_pages_outlive_the_device)
 {
-	unsigned long long before;
 	unsigned char out[SZ_4K];
+	struct held_buf hb;
 	struct iovec iov;
-	unsigned char *p;
-	int heap, buf, pipefd[2];
+	int pipefd[2];
 	size_t i;
 
-	heap = open(self->node, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	before = revoked_bytes();
-	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, SZ_64K);
-	ASSERT_NE(NULL, p);
+	held_buf_get(_metadata, self, &hb, SZ_64K);
 	for (i = 0; i < SZ_64K; i++)
-		p[i] = i * 7 + 1;
+		hb.p[i] = i * 7 + 1;
 	ASSERT_EQ(0, pipe(pipefd));
-	iov = (struct iovec){ p + SZ_4K, 4 * SZ_4K };
+	iov = (struct iovec){ hb.p + SZ_4K, 4 * SZ_4K };
 	ASSERT_EQ((ssize_t)(4 * SZ_4K), vmsplice(pipefd[1], &iov, 1, 0));
 
-	unbind_and_let_go(_metadata, self, p, buf, heap, before);
+	held_buf_unbind_put(_metadata, self, &hb);
+	EXPECT_EQ(hb.before, revoked_bytes());
 
 	/* The pipe still holds the pages, contents and all. */
 	for (i = 0; i < 4; i++) {
@@ -291,34 +305,28 @@ TEST_F(dev, pinned_pages_outlive_the_device)
 TEST_F(dev, io_uring_registration_outlives_the_device)
 {
 	struct io_uring_params params = { 0 };
-	unsigned long long before;
+	struct held_buf hb;
 	struct iovec iov;
-	unsigned char *p;
-	int ring, heap, buf, ret;
+	int ring, ret;
 
 	ring = syscall(__NR_io_uring_setup, 4, &params);
 	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
-	heap = open(self->node, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	before = revoked_bytes();
-	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, SZ_64K);
-	ASSERT_NE(NULL, p);
-	memset(p, 0x77, SZ_64K);
-	iov = (struct iovec){ p, SZ_64K };
+	held_buf_get(_metadata, self, &hb, SZ_64K);
+	memset(hb.p, 0x77, SZ_64K);
+	iov = (struct iovec){ hb.p, SZ_64K };
 	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
 		      &iov, 1);
 	if (ret && errno == EOPNOTSUPP) {
-		munmap(p, SZ_64K);
-		close(buf);
-		close(heap);
+		munmap(hb.p, SZ_64K);
+		close(hb.buf);
+		close(hb.heap);
 		close(ring);
 		SKIP(return, "this io_uring refuses file-backed memory");
 	}
 	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
 
-	unbind_and_let_go(_metadata, self, p, buf, heap, before);
+	held_buf_unbind_put(_metadata, self, &hb);
+	EXPECT_EQ(hb.before, revoked_bytes());
 	/* Unpinning frees the pages now, and only now. */
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring,
 			     IORING_UNREGISTER_BUFFERS, NULL, 0));
@@ -375,45 +383,35 @@ static unsigned long long reads_in_flight(void)
  */
 TEST_F(dev, odirect_read_in_flight_when_device_goes)
 {
-	unsigned long long before;
-	unsigned char *p;
-	int heap, buf, fd, status, i, ret;
+	struct held_buf hb;
+	int fd, status, i, ret;
 	pid_t pid;
 
 	ret = slow_disk_get("5000000000");
 	ASSERT_EQ(0, ret) TH_LOG("null_blk through configfs: %s", strerror(-ret));
 	fd = open("/dev/" SLOW_DISK, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("/dev/" SLOW_DISK ": %s", strerror(errno));
-	heap = open(self->node, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, heap);
-	before = revoked_bytes();
-	buf = uioheap_alloc(heap, SZ_1M, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, SZ_1M);
-	ASSERT_NE(NULL, p);
-	memset(p, 0x5a, SZ_1M);
+	held_buf_get(_metadata, self, &hb, SZ_1M);
+	memset(hb.p, 0x5a, SZ_1M);
 
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid)
-		_exit(pread(fd, p, SZ_1M, 0) == SZ_1M ? 0 : 1);
+		_exit(pread(fd, hb.p, SZ_1M, 0) == SZ_1M ? 0 : 1);
 	for (i = 0; i < 200 && !reads_in_flight(); i++)
 		sleep_ms(10);
 	ASSERT_LT(0ULL, reads_in_flight()) TH_LOG("no read in flight");
 
-	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	EXPECT_LT(0ULL, reads_in_flight()) TH_LOG("the read ended before the unbind");
-	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
-	EXPECT_EQ(before + SZ_1M, revoked_bytes());
-	EXPECT_EQ(0, munmap(p, SZ_1M));
-	EXPECT_EQ(0, close(buf));
-	close(heap);
+	held_buf_unbind_put(_metadata, self, &hb);
+	/* The child's mapping keeps the buffer; its read is not done yet. */
+	EXPECT_EQ(hb.before + SZ_1M, revoked_bytes());
+	EXPECT_LT(0ULL, reads_in_flight()) TH_LOG("the read ended too soon");
 
 	/* The read completes into the pinned pages; then the child lets go. */
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("the O_DIRECT read did not read 1 MiB");
-	EXPECT_EQ(before, revoked_bytes());
+	EXPECT_EQ(hb.before, revoked_bytes());
 	close(fd);
 	slow_disk_put();
 
@@ -426,9 +424,9 @@ TEST_F(dev, importer_mapped_when_device_goes)
 {
 	struct vgem_prime_handle prime = { 0 };
 	struct vgem_gem_close gclose = { 0 };
-	unsigned long long before, bytes;
-	volatile unsigned char *p;
 	int drm, heap, buf, vgem = env_bool("UIOHEAP_VGEM");
+	unsigned long long before, bytes;
+	struct held_buf hb;
 
 	/* The debug kernel has no DRM; the stock ones must have vgem. */
 	ASSERT_NE(-1, vgem) TH_LOG("UIOHEAP_VGEM is not set");
@@ -453,28 +451,20 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	ASSERT_EQ(0, uioheap_sysfs_read(self->uio, "allocated_bytes", &bytes));
 	EXPECT_EQ(before, bytes);
 
-	/* Now with the importer's mapping held across an unbind. */
-	before = revoked_bytes();
-	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, SZ_64K);
-	ASSERT_NE(NULL, p);
-	p[0] = 1;
-	prime.fd = buf;
+	close(heap);
+
+	/* Now with the importer holding the buffer across an unbind. */
+	held_buf_get(_metadata, self, &hb, SZ_64K);
+	hb.p[0] = 1;
+	prime.fd = hb.buf;
 	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_PRIME_FD_TO_HANDLE, &prime));
+	held_buf_unbind_put(_metadata, self, &hb);
+	EXPECT_EQ(hb.before + SZ_64K, revoked_bytes()) TH_LOG("the importer holds it");
 
-	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
-	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
-	EXPECT_EQ(before + SZ_64K, revoked_bytes());
-
-	/* The importer lets go after the device went, then we do. */
+	/* The importer, the last user, lets go: freed now, not leaked. */
 	gclose.handle = prime.handle;
 	EXPECT_EQ(0, ioctl(drm, VGEM_IOCTL_GEM_CLOSE, &gclose));
-	EXPECT_EQ(0, munmap((void *)p, SZ_64K));
-	EXPECT_EQ(0, close(buf));
-	/* Freed with its last user, not leaked. */
-	EXPECT_EQ(before, revoked_bytes());
-	close(heap);
+	EXPECT_EQ(hb.before, revoked_bytes());
 	close(drm);
 
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
