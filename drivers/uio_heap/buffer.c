@@ -10,6 +10,8 @@
  * get_user_pages() (O_DIRECT, io_uring, vmsplice), importers map the real
  * pages for their own device, and a page somebody still holds (a pin, an
  * importer's mapping, a vmap) is freed only when the last of them lets go.
+ * Whole blocks stay compound pages, so a pin on one page keeps its block
+ * (up to the largest buddy order) until the pin goes.
  *
  * CPU mappings are filled on fault, never at mmap() time, so that every
  * PTE pointing at a buffer was installed after the VMA became visible to
@@ -349,7 +351,7 @@ static void uio_heap_free_pages(struct uio_heap_buffer *buf)
 	/* Filled front to back, block by block: a failed allocation leaves a NULL tail. */
 	for (i = 0; i < npages && buf->pages[i]; i += compound_nr(buf->pages[i]))
 		buf->pages[n++] = buf->pages[i];
-	/* Batched: one zone lock round trip per batch, not one per page. */
+	/* One reference per block; order-0 pages go back in per-CPU batches. */
 	release_pages(buf->pages, n);
 	kvfree(buf->pages);
 	uio_heap_low_zone_uncharge(buf->low_zone);
@@ -432,6 +434,7 @@ static void uio_heap_take_pages(struct page **pages, struct page *page,
 	unsigned long i;
 
 	if (PageCompound(page)) {
+		WARN_ON_ONCE(n != 1UL << order);
 		for (i = 0; i < n; i++)
 			pages[i] = page + i;
 		return;
@@ -464,7 +467,8 @@ static int uio_heap_alloc_scattered(struct uio_heap_buffer *buf, gfp_t gfp)
 			if (npages - done < 1UL << orders[i])
 				continue;
 			page = alloc_pages(orders[i] ? (gfp | __GFP_NORETRY | __GFP_COMP) &
-					   ~__GFP_RECLAIM : gfp, orders[i]);
+					   ~(__GFP_RECLAIM | __GFP_RETRY_MAYFAIL) : gfp,
+					   orders[i]);
 			if (page)
 				break;
 		}

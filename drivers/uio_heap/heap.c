@@ -659,7 +659,8 @@ put_heap:
  *
  * Context: process context, the device lock of @dma_dev held.
  * Return: 0 if the heaps exist (also when they existed already), or an
- * errno; -EOPNOTSUPP where memory encryption is active.
+ * errno; -EOPNOTSUPP where memory encryption is active or swiotlb
+ * bounces all of @dma_dev's DMA.
  */
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 {
@@ -672,6 +673,10 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 	 */
 	if (cc_platform_has(CC_ATTR_MEM_ENCRYPT)) {
 		pr_err_once("uio_heap: memory encryption is active: DMA heaps cannot map shared memory for userspace, none created\n");
+		return -EOPNOTSUPP;
+	}
+	if (uio_heap_dma_bounced(dma_dev)) {
+		dev_err(dma_dev, "all DMA of this device is bounced through swiotlb: no DMA heap\n");
 		return -EOPNOTSUPP;
 	}
 

@@ -54,12 +54,13 @@ static int uio_heap_import_map(struct uio_heap_import *imp)
 	int ret;
 
 	/*
-	 * Without an IOMMU, pages beyond the mask would be bounced, or, with
-	 * no swiotlb, refused with a WARN: a device that does not reach all
-	 * memory cannot import.
+	 * Without an IOMMU, pages the device does not reach would be bounced,
+	 * or, with no swiotlb, refused with a WARN: a device that does not
+	 * reach all memory cannot import.
 	 */
 	if (!uio_heap_translated(heap->dma_dev) &&
-	    dma_get_required_mask(heap->dma_dev) > uio_heap_dma_limit(heap->dma_dev))
+	    (dma_addressing_limited(heap->dma_dev) ||
+	     uio_heap_dma_bounced(heap->dma_dev)))
 		return -ERANGE;
 
 	imp->attach = dma_buf_attach(imp->dmabuf, heap->dma_dev);

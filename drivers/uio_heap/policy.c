@@ -22,6 +22,7 @@
 #include <linux/panic.h>
 #include <linux/pci.h>
 #include <linux/sizes.h>
+#include <linux/swiotlb.h>
 
 #include "uio_heap.h"
 
@@ -145,6 +146,21 @@ dma_addr_t uio_heap_direct_addr(struct device *dev, phys_addr_t phys,
 }
 
 /**
+ * uio_heap_dma_bounced() - does dma-direct bounce all of a device's DMA
+ * @dev:	the device doing the DMA
+ *
+ * A restricted-dma-pool, swiotlb=force or a confidential guest copies
+ * every untranslated mapping through swiotlb: the device never reaches
+ * the buffer itself, so no address of it may be handed out.
+ *
+ * Return: true if so.
+ */
+bool uio_heap_dma_bounced(struct device *dev)
+{
+	return !uio_heap_translated(dev) && is_swiotlb_force_bounce(dev);
+}
+
+/**
  * uio_heap_dma_range() - check that a device reaches a mapped table as one range
  * @dev:	the device the table was mapped for
  * @sgt:	the mapped table
@@ -234,7 +250,7 @@ u64 uio_heap_default_max_bytes(void)
 }
 
 /*
- * Without translation, a mask below 32 bits takes memory from the small
+ * Without translation, a limit below 32 bits (mask or bus) takes memory from the small
  * zones (x86's ZONE_DMA is 16 MiB) that the kernel's own drivers need:
  * all heaps together get low_zone_max_bytes of it.  A 32-bit mask draws
  * on ZONE_DMA32, which max_bytes and the memory cgroup bound instead.
@@ -260,14 +276,14 @@ MODULE_PARM_DESC(low_zone_bytes, "Bytes allocated untranslated below a 32-bit ma
 /**
  * uio_heap_low_zone_charge() - charge an allocation to the low-zone budget
  * @dev:	the device doing the DMA
- * @len:	bytes about to be allocated with its current coherent mask
+ * @len:	bytes about to be allocated below its current DMA limit
  *
  * Return: @len if charged (give it back with uio_heap_low_zone_uncharge()),
  * 0 if the allocation does not come from the low zones, or -ENOSPC.
  */
 long uio_heap_low_zone_charge(struct device *dev, size_t len)
 {
-	if (dma_get_mask(dev) >= DMA_BIT_MASK(32) || uio_heap_translated(dev))
+	if (uio_heap_dma_limit(dev) >= DMA_BIT_MASK(32) || uio_heap_translated(dev))
 		return 0;
 	if (atomic_long_add_return(len, &uio_heap_low_zone_used) >
 	    READ_ONCE(uio_heap_low_zone_max)) {

@@ -171,6 +171,29 @@ static void uio_heap_test_mask(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(32), ctx->dma_dev->coherent_dma_mask);
 }
 
+/* A bus's limit (dma-ranges, _DMA) binds like a mask, low zones included. */
+static void uio_heap_test_bus_limit(struct kunit *test)
+{
+	struct uio_heap_kunit *ctx = test->priv;
+	struct uio_heap_buffer *buf;
+	struct dma_buf *dmabuf;
+
+	dmabuf = uio_heap_buffer_alloc(ctx->heap, SZ_64K, O_RDWR);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
+	buf = dmabuf->priv;
+	KUNIT_EXPECT_EQ(test, (size_t)0, buf->low_zone);
+	uio_heap_kunit_put(dmabuf);
+
+	ctx->dma_dev->bus_dma_limit = DMA_BIT_MASK(30);
+	dmabuf = uio_heap_buffer_alloc(ctx->heap, SZ_64K, O_RDWR);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
+	buf = dmabuf->priv;
+	KUNIT_EXPECT_LE(test, buf->dma_addr + SZ_64K - 1, DMA_BIT_MASK(30));
+	KUNIT_EXPECT_EQ(test, (size_t)SZ_64K, buf->low_zone);
+	uio_heap_kunit_put(dmabuf);
+	ctx->dma_dev->bus_dma_limit = 0;
+}
+
 /* The parent's mask has one owner, and never strands a live buffer. */
 static void uio_heap_test_mask_owner(struct kunit *test)
 {
@@ -687,6 +710,7 @@ static void uio_heap_test_platform_dmem_genirq(struct kunit *test)
 static struct kunit_case uio_heap_test_cases[] = {
 	KUNIT_CASE(uio_heap_test_check_alloc),
 	KUNIT_CASE(uio_heap_test_mask),
+	KUNIT_CASE(uio_heap_test_bus_limit),
 	KUNIT_CASE(uio_heap_test_mask_owner),
 	KUNIT_CASE(uio_heap_test_lifecycle),
 	KUNIT_CASE(uio_heap_test_remove_waits_alone),
