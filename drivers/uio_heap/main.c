@@ -69,6 +69,7 @@ static int __init uio_heap_init(void)
 {
 	int ret;
 
+	uio_heap_low_zone_init();
 	ret = alloc_chrdev_region(&uio_heap_devt, 0, UIO_HEAP_MINORS,
 				  "uio_heap");
 	if (ret)

@@ -18,6 +18,7 @@
 #include <linux/dma-mapping.h>
 #include <linux/iommu.h>
 #include <linux/mm.h>
+#include <linux/mmzone.h>
 #include <linux/moduleparam.h>
 #include <linux/panic.h>
 #include <linux/pci.h>
@@ -250,15 +251,34 @@ u64 uio_heap_default_max_bytes(void)
 }
 
 /*
- * Without translation, a limit below 32 bits (mask or bus) takes memory from the small
- * zones (x86's ZONE_DMA is 16 MiB) that the kernel's own drivers need:
- * all heaps together get low_zone_max_bytes of it.  A 32-bit mask draws
- * on ZONE_DMA32, which max_bytes and the memory cgroup bound instead.
+ * Without translation, a limit below 32 bits (mask or bus) takes memory
+ * from the small zones that the kernel's own drivers need: all heaps
+ * together get low_zone_max_bytes of it, by default a quarter of
+ * ZONE_DMA (4 MiB of x86's 16; an arm64 ZONE_DMA reaches as far as the
+ * most limited bus does).  A 32-bit limit draws on ZONE_DMA32, which
+ * max_bytes and the memory cgroup bound instead.
  */
-static unsigned long uio_heap_low_zone_max = SZ_4M;
+static unsigned long uio_heap_low_zone_max;
 module_param_named(low_zone_max_bytes, uio_heap_low_zone_max, ulong, 0644);
 MODULE_PARM_DESC(low_zone_max_bytes,
-		 "Bytes all heaps together may allocate untranslated below a 32-bit mask");
+		 "Bytes all heaps together may allocate untranslated below a 32-bit limit (0 at load: a quarter of ZONE_DMA)");
+
+/**
+ * uio_heap_low_zone_init() - size the low-zone budget unless given at load
+ */
+void uio_heap_low_zone_init(void)
+{
+	unsigned long pages = 0;
+	int __maybe_unused nid;
+
+	if (uio_heap_low_zone_max)
+		return;
+#ifdef CONFIG_ZONE_DMA
+	for_each_online_node(nid)
+		pages += zone_managed_pages(&NODE_DATA(nid)->node_zones[ZONE_DMA]);
+#endif
+	uio_heap_low_zone_max = pages ? pages << (PAGE_SHIFT - 2) : SZ_4M;
+}
 
 static atomic_long_t uio_heap_low_zone_used;
 

@@ -190,6 +190,7 @@ const char *uio_heap_coherent_mode(struct device *dev);
 pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot);
 int uio_heap_addr_permitted(struct device *dev);
 u64 uio_heap_default_max_bytes(void);
+void uio_heap_low_zone_init(void);
 long uio_heap_low_zone_charge(struct device *dev, size_t len);
 void uio_heap_low_zone_uncharge(size_t len);
 

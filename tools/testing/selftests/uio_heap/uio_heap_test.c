@@ -462,6 +462,41 @@ TEST_F(heap, max_bytes_has_a_default)
 	EXPECT_EQ(kib * 1024 / 2, max);
 }
 
+/* Pages the allocator manages in ZONE_DMA, all nodes together. */
+static unsigned long long zone_dma_pages(void)
+{
+	unsigned long long n, pages = 0;
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	char line[256], zone[32];
+	bool dma = false;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Node %*d, zone %31s", zone) == 1)
+			dma = !strcmp(zone, "DMA");
+		else if (dma && sscanf(line, " managed %llu", &n) == 1)
+			pages += n;
+	}
+	fclose(f);
+	return pages;
+}
+
+/* By default the budget is a quarter of ZONE_DMA, however large that is. */
+TEST_F(heap, low_zone_budget_defaults_to_a_quarter_of_zone_dma)
+{
+	unsigned long long want = zone_dma_pages() * sysconf(_SC_PAGESIZE) / 4;
+	unsigned long long max = param("low_zone_max_bytes");
+
+	if (!want)
+		want = SZ_4M;
+	TH_LOG("low_zone_max_bytes %llu", max);
+	/* Reserved memory freed after the load may have grown the zone a little. */
+	EXPECT_LE(max, want) TH_LOG("budget %llu, ZONE_DMA / 4 %llu", max, want);
+	EXPECT_GE(max, want - want / 100) TH_LOG("budget %llu, ZONE_DMA / 4 %llu",
+						max, want);
+}
+
 /*
  * Untranslated, a mask below 32 bits draws on the kernel's small DMA
  * zones: all heaps together get low_zone_max_bytes of them.  Behind an
