@@ -534,7 +534,12 @@ static inline uint64_t dma_debug_phys(const char *pci, uint64_t dma)
 	return phys;
 }
 
-/* Is @page at physical @phys?  From /proc/kcore's RAM segments. */
+/*
+ * Is @page at physical @phys?  From /proc/kcore's segments that have a
+ * physical address.  More than one may cover it: the kernel image's
+ * segment spans its freed init memory, which reads as zeroes there once
+ * unmapped (arm64), while the linear map's shows the page.
+ */
 static inline enum page_is kcore_page(int fd, uint64_t phys, const void *page)
 {
 	static unsigned char there[PAGE_SZ];
@@ -554,10 +559,10 @@ static inline enum page_is kcore_page(int fd, uint64_t phys, const void *page)
 		if (pread(fd, there, PAGE_SZ, ph.p_offset + phys - ph.p_paddr) !=
 		    PAGE_SZ)
 			return PAGE_UNKNOWN;
-		return memcmp(there, page, PAGE_SZ) ? PAGE_ELSEWHERE :
-						      PAGE_AT_ADDR;
+		if (!memcmp(there, page, PAGE_SZ))
+			return PAGE_AT_ADDR;
 	}
-	/* No RAM there: not where the page is. */
+	/* No RAM there, or other contents: not where the page is. */
 	return PAGE_ELSEWHERE;
 }
 
@@ -1053,14 +1058,15 @@ static inline const char *canary_clean(const char *node, int ms)
 }
 
 /*
- * The cache maintenance the DMA API does, seen through kprobes on arm64's
+ * The cache maintenance the DMA API does, seen through kprobes on
  * arch_sync_dma_for_cpu() and arch_sync_dma_for_device() (paddr, size,
- * direction in x0-x2).  Architectures whose devices all snoop (x86) have
- * neither: sync_probe_start() then returns -ENOENT.
+ * direction).  Architectures whose devices all snoop (x86) have neither:
+ * sync_probe_start() then returns -ENOENT.
  */
 #define TRACEFS		"/sys/kernel/tracing/"
-#define SYNC_PROBES	"p:uioheap/for_cpu arch_sync_dma_for_cpu paddr=%x0 size=%x1 dir=%x2\n" \
-			"p:uioheap/for_device arch_sync_dma_for_device paddr=%x0 size=%x1 dir=%x2\n"
+#define SYNC_ARGS	" paddr=$arg1:x64 size=$arg2:x64 dir=$arg3:x32\n"
+#define SYNC_PROBES	"p:uioheap/for_cpu arch_sync_dma_for_cpu" SYNC_ARGS \
+			"p:uioheap/for_device arch_sync_dma_for_device" SYNC_ARGS
 
 struct sync_seen {
 	unsigned long calls[2];		/* [0] for the CPU, [1] for the device */
