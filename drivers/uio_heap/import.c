@@ -56,11 +56,11 @@ static int uio_heap_import_map(struct uio_heap_import *imp)
 	/*
 	 * Without an IOMMU, pages the device does not reach would be bounced,
 	 * or, with no swiotlb, refused with a WARN: a device that does not
-	 * reach all memory cannot import.
+	 * reach all memory cannot import.  (One whose DMA is all bounced has
+	 * no heap: uio_heap_create().)
 	 */
 	if (!uio_heap_translated(heap->dma_dev) &&
-	    (dma_addressing_limited(heap->dma_dev) ||
-	     uio_heap_dma_bounced(heap->dma_dev)))
+	    dma_addressing_limited(heap->dma_dev))
 		return -ERANGE;
 
 	imp->attach = dma_buf_attach(imp->dmabuf, heap->dma_dev);
