@@ -263,7 +263,7 @@ vm() {
 	{
 		cat "$base.out"
 		# Its plan comes last: if it dies half-way, say so.
-		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc ||
+		"$top/tests/vm/verdict.sh" "$kind" "$base.out" "$base.kmsg" $rc "$base.qemu" ||
 			echo "not ok - verdict.sh exited $?"
 	} >"$tap"
 	log "VM: $name ($kind) done: $("$top/tests/vm/tap-sum.sh" "$tap" || true)"

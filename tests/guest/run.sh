@@ -247,7 +247,7 @@ done
 
 # The kernel's own state after the tests; the host reads its log.
 kernel() {
-	local taint allowed leaks leaked
+	local taint allowed leaks leaked d
 	echo "TAP version 13"
 	# Only O (out-of-tree, bit 12), E (unsigned, bit 13), once a KUnit
 	# suite ran N (test, bit 18), and once the perms suite handed out
@@ -263,11 +263,26 @@ kernel() {
 		grep -qE '^ *debug_locks: *1$' /proc/lockdep_stats
 		tap $? "lockdep still on (debug_locks)"
 	fi
+	# DMA-API debugging still on.  Fault injection can fail its cacheline
+	# tracking's GFP_ATOMIC radix-tree node, which turns it off (sparing it
+	# takes failslab's cache-filter): allowed only once injection began.
+	d=/sys/kernel/debug/dma-api/disabled
+	if [ -r $d ]; then
+		if [ "$(cat $d)" = N ]; then
+			tap 0 "DMA-API debugging still on"
+		else
+			dmesg | awk 'BEGIN { r = 1 } /uioheap: (fault injection|KUnit suite) starts/ { k = 1 }
+				/DMA-API: .*disabl/ { r = !k; exit } END { exit r }'
+			tap $? "DMA-API debugging on until fault injection turned it off"
+		fi
+	fi
 	# kmemleak: reports objects unreferenced for 5 s, found in two scans.
-	if [ -w $kmemleak ]; then
+	# Where it is built in it must still be on: off, it refuses the scan
+	# (EPERM) and lists nothing.
+	if [ -e $kmemleak ]; then
 		sleep 6
-		echo scan >$kmemleak
-		echo scan >$kmemleak
+		echo scan >$kmemleak && echo scan >$kmemleak
+		tap $? "kmemleak still on (scan accepted)"
 		leaks=$(grep -c '^unreferenced object' $kmemleak)
 		leaked=$(sed -n 's/^unreferenced object .*(size \([0-9]*\)).*/\1/p' $kmemleak |
 			 awk '{ n += $1 } END { print n + 0 }')
@@ -275,6 +290,8 @@ kernel() {
 		[ "$leaks" = 0 ]
 		tap $? "kmemleak: no leaks"
 		[ "$leaks" = 0 ] || head -n 60 $kmemleak | sed 's/^/# /'
+	elif zcat /proc/config.gz 2>/dev/null | grep -qx 'CONFIG_DEBUG_KMEMLEAK=y'; then
+		tap 1 "kmemleak: $kmemleak exists (CONFIG_DEBUG_KMEMLEAK=y)"
 	fi
 	end_stream
 }

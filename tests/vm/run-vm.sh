@@ -7,7 +7,8 @@
 # ports: ttyS0 carries /init and the payload (--log); the kernel's console
 # (ttyS1 on x86, the PL011 ttyAMA0 on arm64, where ttyS0 is a PCI UART)
 # carries every kernel message as it is printed (--klog), so that nothing
-# depends on the ring buffer.  stdout gets only the payload's output.
+# depends on the ring buffer.  stdout gets only the payload's output;
+# QEMU's own stdout and stderr go to LOG's .qemu (tests/vm/verdict.sh).
 # Exit: payload rc; 124 = VM timed out, 125 = VM ended without payload end.
 set -euo pipefail
 
@@ -26,6 +27,7 @@ usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
               (serial uioheap1), named to the guest as nvme_kernel: make
               bench leaves it to the kernel's nvme driver
   --klog      the kernel's console (default: LOG with .log replaced by .kmsg)
+              (QEMU's own output: LOG with .log replaced by .qemu)
   --append    extra kernel command line (e.g. iommu.strict=1)
   --arch      x86_64 (default): q35; arm64: virt, whose RAM starts at 1 GiB,
               so that without an SMMU its narrow edu is 32-bit (edu_bits=32
@@ -72,7 +74,7 @@ case $arch in x86_64|arm64) ;; *) usage ;; esac
 [ "$nedu" -ge 2 ] 2>/dev/null || die "--edu must be >= 2"
 [ -r "$kernel" ] || die "cannot read kernel $kernel"
 [ -r "$initrd" ] || die "cannot read initrd $initrd"
-klog=${klog:-${log%.log}.kmsg}
+klog=${klog:-${log%.log}.kmsg} qlog=${log%.log}.qemu
 
 # The last console= is /dev/console: /init moves itself to ttyS0.  A ring
 # of 16 MiB keeps the payload's closing dmesg dump whole as well.
@@ -114,12 +116,10 @@ for ((i = 1; i < nedu; i++)); do
 	qemu+=(-device "edu,addr=0x$slot,dma_mask=0xffffffffffffffff")
 	edu64+="${edu64:++}0000:00:$slot.0"
 done
-qout=$(mktemp)
-trap 'rm -f "$qout"' EXIT
 # An NVMe controller below the edu slots, which grow from 0x10 with --edu.
 if [ -z "$nvme" ]; then
 	nvme=$(mktemp)
-	trap 'rm -f "$qout" "$nvme"' EXIT
+	trap 'rm -f "$nvme"' EXIT
 	truncate -s 64M "$nvme"
 fi
 [ -w "$nvme" ] || die "cannot write NVMe image $nvme"
@@ -134,10 +134,10 @@ if [ -n "$nvme2" ]; then
 fi
 cmdline+=" uioheap.args=$args $append"
 qemu+=(-append "$cmdline")
-: >"$log"; : >"$klog"
+: >"$log"; : >"$klog"; : >"$qlog"
 start=$(date +%s)
 qrc=0
-timeout --kill-after=10 "$tmo" "${qemu[@]}" </dev/null >"$qout" 2>&1 || qrc=$?
+timeout --kill-after=10 "$tmo" "${qemu[@]}" </dev/null >"$qlog" 2>&1 || qrc=$?
 elapsed=$(($(date +%s) - start))
 # Payload lines go to stdout; the payload rc is the awk exit status
 # (200 = no begin marker, 201 = no end marker).
@@ -151,14 +151,11 @@ tr -d '\r' <"$log" | awk '
 	}
 	inside { print }
 	END { exit done ? rc : (inside ? 201 : 200) }' || prc=$?
-# QEMU's own stdout/stderr (e.g. edu "clamping DMA" notes) go to the log end.
-if [ -s "$qout" ]; then
-	{ echo "@@QEMU-OUTPUT@@"; cat "$qout"; } >>"$log"
-fi
 
 fail() {
 	echo "${0##*/}: FAIL: $1 (qemu rc=$qrc, ${elapsed}s); console log: $log" >&2
 	tail -n 20 "$log" | sed 's/^/  | /' >&2
+	tail -n 5 "$qlog" | sed 's/^/  qemu| /' >&2
 	exit "$2"
 }
 if [ $prc -ge 200 ]; then

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# verdict.sh KIND PAYLOAD KMSG RC: what one VM of make check must show,
-# as a TAP stream of named results.
+# verdict.sh KIND PAYLOAD KMSG RC [QEMU]: what one VM of make check must
+# show, as a TAP stream of named results.
 #
 #   KIND     the VM's kind, KERNEL-BUILD-IOMMU-MACHINE (e.g.
 #            6.12-debug-on-x86), looked up in tests/expectations
@@ -10,18 +10,22 @@
 #            @@SUITE NAME@@ and @@SUITE-END NAME rc=N@@ markers
 #   KMSG     the kernel's console (run-vm.sh --klog): every kernel message
 #   RC       run-vm.sh's exit status (124: timed out, 125: ended early)
+#   QEMU     QEMU's own stdout and stderr (run-vm.sh: LOG's .qemu)
 #
 # Fails: a VM that did not finish or a payload that exited non-zero; an
 # expected suite that is missing, did not end, printed no plan or fewer
 # results than planned, or exited non-zero; a SKIP the expectations do not
 # allow; a test that reported a failed expectation and then passed or
-# skipped; any kernel report on the console.  UIOHEAP_SUITES narrows the
-# expected suites the way it narrows what the guest runs.
+# skipped; any kernel report on the console, IOMMU faults included unless
+# a test declared them (expect-fault markers); any line of QEMU's that is
+# not known to be harmless.  UIOHEAP_SUITES narrows the expected suites
+# the way it narrows what the guest runs.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 expect=${UIOHEAP_EXPECTATIONS:-$top/tests/expectations}
-kind=$1 payload=$2 kmsg=$3 vmrc=$4
+pinned=${UIOHEAP_EXPECTED_TESTS:-$top/tests/expected-tests}
+kind=$1 payload=$2 kmsg=$3 vmrc=$4 qemu=${5:-}
 
 n=0
 tap() {
@@ -72,6 +76,7 @@ function result_name(l) {
 /:Expected |EXPECTATION FAILED|ASSERTION FAILED/ { expected_fail = 1; next }
 { l = $0; sub(/^[ \t]+/, "", l) }
 l ~ /^(not )?ok / {
+	print "name", name, result_name(l)
 	if (tolower(l) ~ /#[ \t]*skip/) print "skip", name, result_name(l)
 	if (expected_fail && l ~ /^ok /) print "hidden", name, result_name(l)
 	expected_fail = 0
@@ -93,6 +98,8 @@ for s in $expected; do
 		tap 1 "suite $s printed its plan (exit status $rc)"
 	elif [ "$res" -lt "$plan" ]; then
 		tap 1 "suite $s printed all $plan results (only $res, exit status $rc)"
+	elif [ "$plan" = 0 ]; then
+		tap 1 "suite $s planned some results (1..0, exit status $rc)"
 	else
 		case $rc in 0) tap 0 "suite $s: $res of $plan results, exit status $rc"; complete=$((complete + 1)) ;;
 		*) tap 1 "suite $s: $res of $plan results, exit status $rc" ;;
@@ -100,6 +107,23 @@ for s in $expected; do
 	fi
 done
 echo "# summary: suites_expected=$(wc -w <<<"$expected") suites_complete=$complete"
+
+# The tests each suite must print, by name (tests/expected-tests): a test
+# deleted, renamed, filtered out or printed twice fails.
+for s in $expected; do
+	want=$(awk -v s="$s" '$1 == s { print $2 }' "$pinned" | sort)
+	[ -n "$want" ] || continue
+	grep -q "^suite $s " <<<"$facts" || continue
+	got=$(awk -v s="$s" '$1 == "name" && $2 == s { print $3 }' <<<"$facts" | sort)
+	odd=$( { comm -23 <(echo "$want") <(echo "$got") | sed 's/^/missing: /'
+		 comm -13 <(echo "$want") <(echo "$got" | uniq) | sed 's/^/not pinned: /'
+		 uniq -d <<<"$got" | sed 's/^/twice: /'; } || true)
+	if [ -z "$odd" ]; then
+		tap 0 "suite $s: its $(wc -l <<<"$want") pinned tests, once each"
+	else
+		tap 1 "suite $s: its $(wc -l <<<"$want") pinned tests, once each" "$odd"
+	fi
+done
 while read -r _ s _; do
 	grep -qxF "$s" <<<"$expected" || tap 1 "suite $s is expected on $kind"
 done < <(grep '^suite ' <<<"$facts" || true)
@@ -120,27 +144,69 @@ done < <(grep '^hidden ' <<<"$facts" || true)
 # The kernel's console, whole: the first line of every report.  Benign
 # once fault injection started (the stress suite's inject tests, the KUnit
 # suite): an injected failure can hit DMA-API debugging's own allocation,
-# which then disables itself.
+# which then disables itself.  A negative DMA test brackets the IOMMU
+# faults it expects with "uioheap: expect-fault begin|end BDF" (common.h):
+# DMAR reports naming that device (bus:dev.fn) are forgiven only there.
+# The module's own allocations that may fail are __GFP_NOWARN, and injected
+# failures print nothing: "page allocation failure" is never intended.
 benign='DMA-API: cacheline tracking ENOMEM, dma-debug disabled'
 if ! grep -aq 'Linux version' "$kmsg" 2>/dev/null; then
 	tap 1 "kernel console captured ($kmsg)"
 else
 	reports=$(tr -d '\r' <"$kmsg" |
 		awk -v b="$benign" '/uioheap: fault injection starts|uioheap: KUnit suite starts/ { k = 1 }
-			k && index($0, b) { next } 1' |
+			k && index($0, b) { next }
+			/uioheap: expect-fault (begin|end) / {
+				s = $0; sub(/.*uioheap: expect-fault /, "", s); split(s, w, " ")
+				d = w[2]; if (d ~ /^[0-9a-f]+:[0-9a-f]+:/) sub(/^[0-9a-f]+:/, "", d)
+				if (w[1] == "begin") { inside[d]++; bdf[d] = w[2]; open++ }
+				else if (inside[d] > 0) { inside[d]--; open-- }
+				else print "expect-fault: end " w[2] " without its begin"
+				next
+			}
+			/DMAR: \[DMA (Read|Write)/ {
+				d = $0; sub(/.*Request device \[/, "", d); sub(/\].*/, "", d)
+				if (inside[d] > 0) next
+			}
+			/DMAR: DRHD: handling fault/ && open > 0 { next }
+			1
+			END { for (d in inside) if (inside[d] > 0) print "expect-fault: begin " bdf[d] " without its end" }' |
 		grep -aE \
 		-e 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|KASAN' \
+		-e '(^|\] )BUG [^ :]+ \(' \
 		-e 'possible (recursive|circular) locking|possible .*deadlock|inconsistent lock state|lock held when returning' \
-		-e 'blocked for more than|rcu: INFO: .*detected stall|soft lockup|hard LOCKUP|Call Trace' \
+		-e 'blocked for more than|rcu: INFO: .*detected stall|soft lockup|hard LOCKUP|Call [Tt]race' \
+		-e 'page allocation failure|kmemleak: .*disabled' \
 		-e 'DMA-API: ' \
-		-e 'DMAR: \[DMA (Read|Write)|DMAR: DRHD: handling fault|arm-smmu.*event' |
+		-e 'DMAR: \[DMA (Read|Write)|DMAR: DRHD: handling fault|arm-smmu.*event|^expect-fault: ' |
 		grep -avE 'DMA-API: (preallocated [0-9]+ debug entries|debugging enabled by kernel config)' || true)
-	count=$(grep -caE 'BUG:|WARNING:|Oops|Kernel panic|general protection|UBSAN:|possible .*(locking|deadlock)|inconsistent lock|blocked for more|detected stall|LOCKUP|DMA-API: |DMAR: \[' <<<"$reports" || true)
+	count=$(grep -caE 'BUG:|BUG [^ :]+ \(|WARNING:|Oops|Kernel panic|general protection|UBSAN:|possible .*(locking|deadlock)|inconsistent lock|blocked for more|detected stall|LOCKUP|page allocation failure|kmemleak: .*disabled|DMA-API: |DMAR: \[|^expect-fault: ' <<<"$reports" || true)
 	echo "# summary: kernel_reports=$count"
 	if [ -z "$reports" ]; then
 		tap 0 "kernel log clean ($(wc -l <"$kmsg") lines)"
 	else
 		tap 1 "kernel log clean" "$(head -n 30 <<<"$reports")"
+	fi
+fi
+
+# QEMU's own output: nothing in a good run but what is allowed here.
+# "terminating on signal": timeout(1) or an interrupted make check killed
+# it (the VM's result says so); "TCG doesn't support": a host feature
+# -cpu max names that TCG lacks; intel-iommu's vtd_* translation failure
+# messages: only where the payload declared expected faults.
+if [ -n "$qemu" ]; then
+	harmless='^qemu-system-[a-z0-9_]+: (terminating on signal [0-9]+|warning: TCG doesn.t support requested feature)'
+	grep -aq 'uioheap: expect-fault begin ' "$kmsg" 2>/dev/null &&
+		harmless+='|^qemu-system-x86_64: (vtd_[a-z_]+: |New fault is not recorded due to compression of faults)'
+	if [ ! -f "$qemu" ]; then
+		tap 1 "QEMU's output captured ($qemu)"
+	else
+		odd=$(tr -d '\r' <"$qemu" | grep -avE "$harmless" || true)
+		if [ -z "$odd" ]; then
+			tap 0 "QEMU printed nothing unexpected ($(wc -l <"$qemu") lines)"
+		else
+			tap 1 "QEMU printed nothing unexpected" "$(head -n 30 <<<"$odd")"
+		fi
 	fi
 fi
 echo "1..$n"

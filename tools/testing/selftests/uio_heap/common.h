@@ -1206,4 +1206,82 @@ static inline void sync_checks(struct __test_metadata *_metadata,
 	close(heap);
 }
 
+/* ---- Expected IOMMU faults (negative DMA tests) ---- */
+
+/*
+ * tests/vm/verdict.sh forgives intel-iommu's fault reports (x86) naming
+ * PCI device @bdf (as in sysfs: 0000:00:11.0) only between the markers
+ * "uioheap: expect-fault begin|end BDF" these two write to /dev/kmsg.
+ */
+#define EXPECT_FAULT_MARKER	"uioheap: expect-fault"
+
+/* Writes the begin marker: a /dev/kmsg fd that reads what follows, or -1. */
+static inline int expect_fault_begin(const char *bdf)
+{
+	int kfd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	char marker[96];
+
+	if (kfd < 0)
+		return -1;
+	snprintf(marker, sizeof(marker), EXPECT_FAULT_MARKER " begin %s\n", bdf);
+	if (lseek(kfd, 0, SEEK_END) < 0 || write_str("/dev/kmsg", marker)) {
+		close(kfd);
+		return -1;
+	}
+	return kfd;
+}
+
+/*
+ * Waits up to @timeout_ms for a DMAR fault report naming @bdf (printed by
+ * the fault interrupt, later, and ratelimited), then writes the end marker
+ * and closes @kfd.  Whether one came.  The device must have stopped by
+ * then: a fault after the end marker fails the run.
+ */
+static inline bool expect_fault_end(int kfd, const char *bdf, int timeout_ms)
+{
+	const char *dev = strchr(bdf, ':');
+	long long deadline = now_ms() + timeout_ms;
+	char want[64], marker[96], rec[8192];
+	bool seen = false, drained = false;
+	ssize_t n;
+
+	if (kfd < 0)
+		return false;
+	/* The report names bus:dev.fn, without the domain. */
+	dev = dev && strchr(dev + 1, ':') ? dev + 1 : bdf;
+	snprintf(want, sizeof(want), "Request device [%s]", dev);
+	for (;;) {
+		n = read(kfd, rec, sizeof(rec) - 1);
+		if (n > 0) {
+			rec[n] = '\0';
+			if (!seen && strstr(rec, "DMAR: [DMA ") && strstr(rec, want)) {
+				seen = true;
+				/* The same interrupt may print more records: let it. */
+				deadline = now_ms() + 100;
+			}
+			continue;
+		}
+		if (n < 0 && errno == EPIPE)	/* records overwritten: read on */
+			continue;
+		if (n < 0 && errno != EAGAIN)
+			break;
+		/* A busy TCG guest may run the reader late: one last look. */
+		if (now_ms() >= deadline && !drained) {
+			sleep_ms(500);
+			drained = true;
+			continue;
+		}
+		if (now_ms() >= deadline)
+			break;
+		sleep_ms(10);
+	}
+	snprintf(marker, sizeof(marker), EXPECT_FAULT_MARKER " end %s seen=%d\n",
+		 bdf, seen);
+	write_str("/dev/kmsg", marker);
+	close(kfd);
+	return seen;
+}
+
+/* ---- end of expected IOMMU faults ---- */
+
 #endif
