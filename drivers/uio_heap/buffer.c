@@ -25,7 +25,6 @@
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/pci.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
@@ -60,9 +59,17 @@ bool uio_heap_is_buffer(const struct dma_buf *dmabuf)
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_is_buffer);
 
 /*
- * How the CPU maps the buffer: the coherent node of a device that does not
- * snoop caches maps it as the DMA API maps coherent memory for it.
+ * uioN of a device that does not snoop: the CPU maps the buffer as the DMA
+ * API maps coherent memory for it (uncached), so nothing may reach the
+ * pages through the cacheable linear map.  As dma_direct_mmap() does, its
+ * user mappings are PFN maps, which get_user_pages() refuses, and only
+ * importers that do not snoop either may attach.
  */
+static bool uio_heap_pfnmap(struct uio_heap *heap)
+{
+	return !heap->cached && !uio_heap_dma_coherent(heap->dma_dev);
+}
+
 static pgprot_t uio_heap_pgprot(struct uio_heap_buffer *buf, pgprot_t prot)
 {
 	if (buf->heap->cached)
@@ -81,7 +88,7 @@ static int uio_heap_sgt_alloc(struct sg_table *sgt,
 						 buf->size >> PAGE_SHIFT, 0,
 						 buf->size,
 						 min_t(size_t, max, UINT_MAX) & PAGE_MASK,
-						 GFP_KERNEL);
+						 GFP_KERNEL_ACCOUNT);
 }
 
 static int uio_heap_attach(struct dma_buf *dmabuf,
@@ -98,6 +105,11 @@ static int uio_heap_attach(struct dma_buf *dmabuf,
 	mutex_lock(&buf->lock);
 	if (buf->revoked) {
 		ret = -ENODEV;
+		goto unlock;
+	}
+	/* A snooping importer could be served stale lines of the cached alias. */
+	if (uio_heap_pfnmap(buf->heap) && uio_heap_dma_coherent(attachment->dev)) {
+		ret = -EOPNOTSUPP;
 		goto unlock;
 	}
 	ret = uio_heap_sgt_alloc(&a->table, buf, attachment->dev);
@@ -229,6 +241,21 @@ static int uio_heap_end_cpu_access(struct dma_buf *dmabuf,
 	return uio_heap_cpu_access(dmabuf, dir, false);
 }
 
+/* The first page's PFN and a few after it; only the first one's result counts. */
+static vm_fault_t uio_heap_insert_pfns(struct vm_area_struct *vma,
+				       unsigned long addr, struct page **pages,
+				       unsigned long nr)
+{
+	vm_fault_t ret = vmf_insert_pfn(vma, addr, page_to_pfn(pages[0]));
+	unsigned long i;
+
+	for (i = 1; i < nr && ret == VM_FAULT_NOPAGE; i++)
+		if (vmf_insert_pfn(vma, addr + i * PAGE_SIZE,
+				   page_to_pfn(pages[i])) != VM_FAULT_NOPAGE)
+			break;
+	return ret;
+}
+
 static vm_fault_t uio_heap_vm_fault(struct vm_fault *vmf)
 {
 	struct vm_area_struct *vma = vmf->vma;
@@ -247,6 +274,10 @@ static vm_fault_t uio_heap_vm_fault(struct vm_fault *vmf)
 	/* This page and a few ahead; failures past the first are not ours. */
 	nr = min3((vma->vm_end - addr) >> PAGE_SHIFT, npages - pgoff,
 		  (unsigned long)UIO_HEAP_FAULT_AROUND);
+	if (vma->vm_flags & VM_PFNMAP) {
+		ret = uio_heap_insert_pfns(vma, addr, buf->pages + pgoff, nr);
+		goto unlock;
+	}
 	left = nr;
 	err = vm_insert_pages(vma, addr, buf->pages + pgoff, &left);
 	if (left < nr || err == -EBUSY)	/* -EBUSY: a racing fault mapped it */
@@ -281,8 +312,11 @@ static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
 		goto unlock;
 	}
 	vma->vm_page_prot = uio_heap_pgprot(buf, vma->vm_page_prot);
-	/* Page-backed (get_user_pages() works), filled by vm_insert_pages(). */
-	vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	/* Page-backed (get_user_pages() works) unless uncached for the CPU. */
+	if (uio_heap_pfnmap(heap))
+		vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
+	else
+		vm_flags_set(vma, VM_MIXEDMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_ops = &uio_heap_vm_ops;
 	vma->vm_private_data = buf;
 unlock:
@@ -344,7 +378,7 @@ static void uio_heap_dma_unmap(struct uio_heap_buffer *buf)
  * Drops uio-heap's references, one per block (uio_heap_take_pages()); a
  * page pinned elsewhere keeps its block until unpinned.
  */
-static void uio_heap_free_pages(struct uio_heap_buffer *buf)
+void uio_heap_free_pages(struct uio_heap_buffer *buf)
 {
 	unsigned long i, n = 0, npages = buf->size >> PAGE_SHIFT;
 
@@ -377,9 +411,13 @@ static void uio_heap_buffer_release(struct dma_buf *dmabuf)
 	up_read(&heap->sem);
 
 	sg_free_table(&buf->sgt);
-	uio_heap_free_pages(buf);
 	iput(buf->inode);
 	put_device(&heap->dev);
+	if (buf->orphan) {
+		uio_heap_orphan_buffer(buf);
+		return;
+	}
+	uio_heap_free_pages(buf);
 	mutex_destroy(&buf->lock);
 	kfree(buf);
 }
@@ -450,27 +488,30 @@ static void uio_heap_take_pages(struct page **pages, struct page *page,
 
 /*
  * Behind an IOMMU: any pages will do, larger blocks first (fewer IOMMU
- * page-table entries and sg entries), without reclaim for those.
+ * page-table entries and sg entries), without reclaim for those.  An order
+ * that failed once is not tried again for this buffer, as the system heap
+ * does.
  */
 static int uio_heap_alloc_scattered(struct uio_heap_buffer *buf, gfp_t gfp)
 {
 	static const unsigned int orders[] = { 8, 4, 0 };
+	const gfp_t high_order_gfp = (gfp | __GFP_HIGHMEM | __GFP_NORETRY | __GFP_COMP) &
+				     ~(__GFP_RECLAIM | __GFP_RETRY_MAYFAIL);
 	unsigned long done = 0, npages = buf->size >> PAGE_SHIFT, n;
-	struct page *page;
-	unsigned int i;
+	struct page *page = NULL;
+	unsigned int i, first = 0;
 
-	gfp |= __GFP_HIGHMEM;
 	while (done < npages) {
 		if (fatal_signal_pending(current))
 			return -EINTR;
-		for (i = 0; i < ARRAY_SIZE(orders); i++) {
+		for (i = first; i < ARRAY_SIZE(orders); i++) {
 			if (npages - done < 1UL << orders[i])
 				continue;
-			page = alloc_pages(orders[i] ? (gfp | __GFP_NORETRY | __GFP_COMP) &
-					   ~(__GFP_RECLAIM | __GFP_RETRY_MAYFAIL) : gfp,
+			page = alloc_pages(orders[i] ? high_order_gfp : gfp | __GFP_HIGHMEM,
 					   orders[i]);
 			if (page)
 				break;
+			first = i + 1;
 		}
 		if (!page)
 			return -ENOMEM;
@@ -706,32 +747,34 @@ not_ours:
  * uio_heap_revoke_buffers() - take every buffer away from the device
  * @heap:	a heap whose device is being unbound or removed
  *
- * A PCI device is stopped from mastering the bus first, then each buffer
+ * A PCI device stops mastering the bus first, then each buffer
  * is unmapped for the device (behind an IOMMU its IOVA is gone and the
  * IOTLB invalidated when this returns).  CPU mappings are zapped and fault
  * with SIGBUS from now on.  The memory itself is freed when its last user
  * (the dma-buf's files, importers' mappings, vmaps, pinned pages) lets go;
- * until then it is counted in revoked_bytes.
+ * until then it is counted in revoked_bytes.  If nothing stopped the
+ * device, it is kept after that too, counted in orphaned_bytes.
  *
  * Context: @heap->sem held for writing.
  */
 void uio_heap_revoke_buffers(struct uio_heap *heap)
 {
 	struct uio_heap_buffer *buf;
+	bool stopped;
 
 	lockdep_assert_held_write(&heap->sem);
 
 	if (list_empty(&heap->buffers))
 		return;
 
-	if (dev_is_pci(heap->dma_dev))
-		pci_clear_master(to_pci_dev(heap->dma_dev));
+	stopped = uio_heap_dma_stop(heap->dma_dev);
 
 	/* Releases need heap->sem: the list cannot change under us. */
 	list_for_each_entry(buf, &heap->buffers, node) {
 		mutex_lock(&buf->lock);
 		buf->revoked = true;
 		mutex_unlock(&buf->lock);
+		buf->orphan = !stopped;
 
 		unmap_mapping_range(buf->inode->i_mapping, 0, 0, 1);
 		uio_heap_dma_unmap(buf);

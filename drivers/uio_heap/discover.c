@@ -39,8 +39,7 @@ static int uio_heap_add_child(struct device *child, void *data)
 /* Called with the device lock of @dev held. */
 static void uio_heap_scan(struct device *dev)
 {
-	/* A device without a DMA mask cannot do DMA at all. */
-	if (!dev->driver || !dev->dma_mask)
+	if (!dev->driver)
 		return;
 	device_for_each_child(dev, dev, uio_heap_add_child);
 }
@@ -81,7 +80,8 @@ int uio_heap_discover_init(void)
 {
 	int ret;
 
-	/* Notifiers first, then the scan: a bind in between is seen twice,
+	/*
+	 * Notifiers first, then the scan: a bind in between is seen twice,
 	 * and uio_heap_create() ignores the second time.
 	 */
 	ret = bus_register_notifier(&pci_bus_type, &uio_heap_pci_nb);
@@ -97,6 +97,8 @@ int uio_heap_discover_init(void)
 
 unregister_pci:
 	bus_unregister_notifier(&pci_bus_type, &uio_heap_pci_nb);
+	/* A PCI bind in between made heaps already. */
+	uio_heap_remove_all();
 	return ret;
 }
 

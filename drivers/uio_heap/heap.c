@@ -86,50 +86,6 @@ int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_check_alloc);
 
-/**
- * uio_heap_charge() - reserve bytes of the heap's max_bytes
- * @heap:	the heap
- * @len:	bytes of a buffer, or of an imported buffer if @import
- * @import:	count an import rather than a buffer
- *
- * Buffers and imports share the limit.
- *
- * Return: 0, or -ENOSPC beyond max_bytes.
- */
-int uio_heap_charge(struct uio_heap *heap, size_t len, bool import)
-{
-	int ret = 0;
-
-	spin_lock(&heap->lock);
-	if (heap->max_bytes &&
-	    (len > heap->max_bytes ||
-	     heap->allocated_bytes + heap->imported_bytes > heap->max_bytes - len)) {
-		ret = -ENOSPC;
-	} else if (import) {
-		heap->imported_bytes += len;
-		heap->nr_imports++;
-	} else {
-		heap->allocated_bytes += len;
-		heap->nr_buffers++;
-	}
-	spin_unlock(&heap->lock);
-	return ret;
-}
-
-/* Gives back what uio_heap_charge() reserved. */
-void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import)
-{
-	spin_lock(&heap->lock);
-	if (import) {
-		heap->imported_bytes -= len;
-		heap->nr_imports--;
-	} else {
-		heap->allocated_bytes -= len;
-		heap->nr_buffers--;
-	}
-	spin_unlock(&heap->lock);
-}
-
 static struct dma_buf *uio_heap_ioctl_allocate(struct uio_heap *heap,
 					       struct dma_heap_allocation_data *data)
 {
@@ -247,8 +203,6 @@ static long uio_heap_ioctl_import(struct uio_heap_file *hf, void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.reserved)
-		return -EINVAL;
 	ret = uio_heap_import(hf, &arg);
 	if (ret)
 		return ret;
@@ -751,12 +705,19 @@ EXPORT_SYMBOL_IF_KUNIT(uio_heap_remove_for);
 void uio_heap_remove_all(void)
 {
 	struct uio_heap *heap, *tmp;
+	struct device *dma_dev;
 	LIST_HEAD(gone);
 
 	mutex_lock(&uio_heap_list_lock);
 	list_splice_init(&uio_heap_list, &gone);
 	mutex_unlock(&uio_heap_list_lock);
 
-	list_for_each_entry_safe(heap, tmp, &gone, node)
+	/* The masks are restored under the lock unbinding would hold. */
+	list_for_each_entry_safe(heap, tmp, &gone, node) {
+		dma_dev = get_device(heap->dma_dev);
+		device_lock(dma_dev);
 		uio_heap_destroy(heap);
+		device_unlock(dma_dev);
+		put_device(dma_dev);
+	}
 }

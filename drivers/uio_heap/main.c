@@ -18,18 +18,20 @@
 
 static dev_t uio_heap_devt;
 
-static int uio_heap_revoked_get(char *buffer, const struct kernel_param *kp)
+/* A read-only module parameter showing the atomic_long_t at kp->arg. */
+static int uio_heap_counter_get(char *buffer, const struct kernel_param *kp)
 {
-	return scnprintf(buffer, PAGE_SIZE, "%ld\n",
-			 atomic_long_read(&uio_heap_revoked_bytes));
+	return sysfs_emit(buffer, "%ld\n", atomic_long_read(kp->arg));
 }
 
-static const struct kernel_param_ops uio_heap_revoked_ops = {
-	.get = uio_heap_revoked_get,
+const struct kernel_param_ops uio_heap_counter_ops = {
+	.get = uio_heap_counter_get,
 };
-module_param_cb(revoked_bytes, &uio_heap_revoked_ops, NULL, 0444);
+
+module_param_cb(revoked_bytes, &uio_heap_counter_ops, &uio_heap_revoked_bytes, 0444);
 MODULE_PARM_DESC(revoked_bytes,
 		 "Bytes of buffers whose device went, waiting for their last user to let go");
+
 static DEFINE_IDA(uio_heap_minors);
 
 static char *uio_heap_devnode(UIO_HEAP_CLASS_DEV *dev, umode_t *mode)

@@ -91,13 +91,15 @@ void uio_heap_iotlb_sync(struct device *dev)
 
 /*
  * <linux/dma-map-ops.h> is meant for DMA-ops implementers, but only it says
- * whether a device snoops CPU caches (dev_is_dma_coherent()) and how the
- * DMA API maps coherent memory for one that does not.  (The CMA heap
- * includes it too, for its CMA area.)  Only this file uses it.
- *
- * The value of the heap's ``coherent`` attribute: "1" if @dev snoops CPU
- * caches (both nodes then behave the same), else "0".
+ * whether a device snoops CPU caches and how the DMA API maps coherent
+ * memory for one that does not.  Only this file uses it.
  */
+bool uio_heap_dma_coherent(struct device *dev)
+{
+	return dev_is_dma_coherent(dev);
+}
+
+/* The heap's ``coherent`` attribute: "1" if @dev snoops CPU caches. */
 const char *uio_heap_coherent_mode(struct device *dev)
 {
 	return dev_is_dma_coherent(dev) ? "1" : "0";
@@ -204,14 +206,33 @@ int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
  *
  * Return: "iommu" (buffers unmapped, IOTLB invalidated), "bus-master" (PCI
  * bus mastering off), or "none": nothing can stop a platform device
- * without an IOMMU, so its memory is only freed when userspace lets go of
- * it.  The value of the heap's ``revoke`` attribute.
+ * without an IOMMU, so its buffers' pages are kept from the allocator
+ * until an administrator releases them (release_orphans).  The value of
+ * the heap's ``revoke`` attribute.
  */
 const char *uio_heap_revoke_mode(struct device *dev)
 {
 	if (uio_heap_translated(dev))
 		return "iommu";
 	return dev_is_pci(dev) ? "bus-master" : "none";
+}
+
+/**
+ * uio_heap_dma_stop() - stop the device's DMA at revocation
+ * @dev:	the device doing the DMA, about to be unbound
+ *
+ * A PCI device stops mastering the bus, behind an IOMMU too: unmapping
+ * already cuts it off there, but a device left running would then fault
+ * on every transfer, and a migrating exporter's unpin of an import must
+ * not meet a device still running (uio_heap_revoke_imports()).
+ *
+ * Return: false if nothing stops @dev (revoke mode "none").
+ */
+bool uio_heap_dma_stop(struct device *dev)
+{
+	if (dev_is_pci(dev))
+		pci_clear_master(to_pci_dev(dev));
+	return dev_is_pci(dev) || uio_heap_translated(dev);
 }
 
 /**
@@ -231,6 +252,50 @@ int uio_heap_addr_permitted(struct device *dev)
 	pr_warn_once("uio_heap: unsafe_noiommu_addresses: %s (pid %d) gets physical DMA addresses of %s without CAP_SYS_RAWIO; kernel tainted\n",
 		     current->comm, task_pid_nr(current), dev_name(dev));
 	return 0;
+}
+
+/**
+ * uio_heap_charge() - reserve bytes of the heap's max_bytes
+ * @heap:	the heap
+ * @len:	bytes of a buffer, or of an imported buffer if @import
+ * @import:	count an import rather than a buffer
+ *
+ * Buffers and imports share the limit.
+ *
+ * Return: 0, or -ENOSPC beyond max_bytes.
+ */
+int uio_heap_charge(struct uio_heap *heap, size_t len, bool import)
+{
+	int ret = 0;
+
+	spin_lock(&heap->lock);
+	if (heap->max_bytes &&
+	    (len > heap->max_bytes ||
+	     heap->allocated_bytes + heap->imported_bytes > heap->max_bytes - len)) {
+		ret = -ENOSPC;
+	} else if (import) {
+		heap->imported_bytes += len;
+		heap->nr_imports++;
+	} else {
+		heap->allocated_bytes += len;
+		heap->nr_buffers++;
+	}
+	spin_unlock(&heap->lock);
+	return ret;
+}
+
+/* Gives back what uio_heap_charge() reserved. */
+void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import)
+{
+	spin_lock(&heap->lock);
+	if (import) {
+		heap->imported_bytes -= len;
+		heap->nr_imports--;
+	} else {
+		heap->allocated_bytes -= len;
+		heap->nr_buffers--;
+	}
+	spin_unlock(&heap->lock);
 }
 
 static unsigned long long uio_heap_default_max;
@@ -282,15 +347,7 @@ void uio_heap_low_zone_init(void)
 
 static atomic_long_t uio_heap_low_zone_used;
 
-static int uio_heap_low_zone_get(char *buffer, const struct kernel_param *kp)
-{
-	return sysfs_emit(buffer, "%ld\n", atomic_long_read(&uio_heap_low_zone_used));
-}
-
-static const struct kernel_param_ops uio_heap_low_zone_ops = {
-	.get = uio_heap_low_zone_get,
-};
-module_param_cb(low_zone_bytes, &uio_heap_low_zone_ops, NULL, 0444);
+module_param_cb(low_zone_bytes, &uio_heap_counter_ops, &uio_heap_low_zone_used, 0444);
 MODULE_PARM_DESC(low_zone_bytes, "Bytes allocated untranslated below a 32-bit mask");
 
 /**

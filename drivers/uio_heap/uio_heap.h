@@ -8,7 +8,9 @@
 
 #include <linux/cdev.h>
 #include <linux/device.h>
+#include <linux/dma-direction.h>
 #include <linux/list.h>
+#include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
 #include <linux/scatterlist.h>
@@ -88,6 +90,9 @@ struct uio_heap_file {
  *		release or revocation
  * @attach:	its attachment to @heap->dma_dev
  * @sgt:	its mapping for @heap->dma_dev
+ * @dir:	its direction: DMA_TO_DEVICE for a dma-buf open read-only
+ * @pinned:	@attach is dynamic and pinned (the exporter migrates buffers);
+ *		else static, and detaching it is what unmaps it
  * @dma_addr:	the one range @heap->dma_dev reaches it at
  * @size:	its size in bytes
  */
@@ -97,6 +102,8 @@ struct uio_heap_import {
 	struct dma_buf *dmabuf;
 	struct dma_buf_attachment *attach;
 	struct sg_table *sgt;
+	enum dma_data_direction dir;
+	bool pinned;
 	dma_addr_t dma_addr;
 	size_t size;
 };
@@ -123,6 +130,8 @@ struct uio_heap_import {
  * @revoked:		unmapped for the device because it went; set with
  *			@heap->sem held for writing and @lock held.  The pages
  *			stay until the last user lets go.
+ * @orphan:		revoked, but nothing stopped the device: the pages stay
+ *			after the last user, until uio_heap_release_orphans()
  */
 struct uio_heap_buffer {
 	struct uio_heap *heap;
@@ -141,10 +150,12 @@ struct uio_heap_buffer {
 	unsigned int map_count;
 	unsigned int vmap_count;
 	bool revoked;
+	bool orphan;
 };
 
 /* main.c */
 extern struct class uio_heap_class;
+extern const struct kernel_param_ops uio_heap_counter_ops;
 int uio_heap_minor_get(dev_t *devt);
 void uio_heap_minor_put(dev_t devt);
 
@@ -153,8 +164,6 @@ struct dma_heap_allocation_data;
 int uio_heap_check_alloc(const struct dma_heap_allocation_data *data,
 			 size_t *len);
 int uio_heap_set_mask_bits(struct uio_heap *heap, unsigned int bits);
-int uio_heap_charge(struct uio_heap *heap, size_t len, bool import);
-void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import);
 struct uio_heap *uio_heap_lookup(struct device *uio_dev, bool cached);
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev);
 void uio_heap_remove_for(struct device *dma_dev);
@@ -167,6 +176,7 @@ struct uio_heap_buffer *uio_heap_buffer_get(struct uio_heap *heap, int fd);
 int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr);
 void uio_heap_revoke_buffers(struct uio_heap *heap);
 bool uio_heap_is_buffer(const struct dma_buf *dmabuf);
+void uio_heap_free_pages(struct uio_heap_buffer *buf);
 extern atomic_long_t uio_heap_revoked_bytes;
 
 /* import.c */
@@ -175,20 +185,30 @@ int uio_heap_unimport(struct uio_heap_file *hf, u32 handle);
 void uio_heap_unimport_all(struct uio_heap_file *hf);
 void uio_heap_revoke_imports(struct uio_heap *heap);
 
+/* orphan.c */
+void uio_heap_orphan_buffer(struct uio_heap_buffer *buf);
+void uio_heap_orphan_import(struct dma_buf *dmabuf);
+void uio_heap_release_orphans(void);
+extern atomic_long_t uio_heap_orphaned_bytes;
+
 /* policy.c */
 const char *uio_heap_iommu_mode(struct device *dev);
 bool uio_heap_translated(struct device *dev);
 void uio_heap_iotlb_sync(struct device *dev);
 const char *uio_heap_revoke_mode(struct device *dev);
+bool uio_heap_dma_stop(struct device *dev);
 u64 uio_heap_dma_limit(struct device *dev);
 bool uio_heap_dma_bounced(struct device *dev);
 dma_addr_t uio_heap_direct_addr(struct device *dev, phys_addr_t phys,
 				size_t size);
 int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,
 		       dma_addr_t *addr);
+bool uio_heap_dma_coherent(struct device *dev);
 const char *uio_heap_coherent_mode(struct device *dev);
 pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot);
 int uio_heap_addr_permitted(struct device *dev);
+int uio_heap_charge(struct uio_heap *heap, size_t len, bool import);
+void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import);
 u64 uio_heap_default_max_bytes(void);
 void uio_heap_low_zone_init(void);
 long uio_heap_low_zone_charge(struct device *dev, size_t len);

@@ -49,6 +49,12 @@ static void uio_heap_kunit_remove(void *data)
 	}
 }
 
+/* A kunit device is a master nothing stops: its revoked buffers stay orphans. */
+static void uio_heap_kunit_release_orphans(void *unused)
+{
+	uio_heap_release_orphans();
+}
+
 static int uio_heap_kunit_init(struct kunit *test)
 {
 	static atomic_t seq = ATOMIC_INIT(0);
@@ -70,6 +76,9 @@ static int uio_heap_kunit_init(struct kunit *test)
 	ctx->uio_dev = kunit_device_register(test, name);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(ctx->uio_dev));
 
+	KUNIT_ASSERT_EQ(test, 0,
+			kunit_add_action_or_reset(test, uio_heap_kunit_release_orphans,
+						  NULL));
 	KUNIT_ASSERT_EQ(test, 0, uio_heap_create(ctx->dma_dev, ctx->uio_dev));
 	ctx->heap = uio_heap_lookup(ctx->uio_dev, false);
 	KUNIT_ASSERT_NOT_NULL(test, ctx->heap);
@@ -353,8 +362,10 @@ static void uio_heap_test_revoke(struct kunit *test)
 	struct uio_heap_buffer *buf;
 	struct dma_buf *dmabuf;
 	struct iosys_map map;
+	long orphaned;
 	u64 addr;
 
+	orphaned = atomic_long_read(&uio_heap_orphaned_bytes);
 	dmabuf = uio_heap_buffer_alloc(ctx->heap, SZ_64K, O_RDWR);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(dmabuf));
 	buf = dmabuf->priv;
@@ -374,6 +385,11 @@ static void uio_heap_test_revoke(struct kunit *test)
 
 	/* The buffer outlives its heap; releasing it must not touch the device. */
 	uio_heap_kunit_put(dmabuf);
+	/* Nothing stopped this device: its pages wait for the administrator. */
+	KUNIT_EXPECT_EQ(test, orphaned + SZ_64K,
+			atomic_long_read(&uio_heap_orphaned_bytes));
+	uio_heap_release_orphans();
+	KUNIT_EXPECT_EQ(test, orphaned, atomic_long_read(&uio_heap_orphaned_bytes));
 }
 
 static void uio_heap_test_revoke_dead_heap_alloc(struct kunit *test)

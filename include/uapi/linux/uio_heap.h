@@ -65,16 +65,29 @@ struct uio_heap_dma_addr {
 #define UIO_HEAP_IOCTL_GET_DMA_ADDR	_IOWR(UIO_HEAP_IOC_MAGIC, 0x40, \
 					      struct uio_heap_dma_addr)
 
-/* No flags are defined yet. */
-#define UIO_HEAP_VALID_IMPORT_FLAGS	(0U)
+/*
+ * UIO_HEAP_IMPORT_NO_WAIT: do not wait for the exporter's fences; the
+ * caller waits itself (poll() on the dma-buf fd, or a sync_file from
+ * DMA_BUF_IOCTL_EXPORT_SYNC_FILE).  Fences the dma-buf core itself waits
+ * for while mapping (an exporter's migration) are still waited for.
+ */
+#define UIO_HEAP_IMPORT_NO_WAIT		(1U << 0)
+#define UIO_HEAP_VALID_IMPORT_FLAGS	(UIO_HEAP_IMPORT_NO_WAIT)
+
+/*
+ * UIO_HEAP_IMPORT_OUT_READ_ONLY: the dma-buf fd was not open for writing,
+ * so the buffer was mapped for device reads only (DMA_TO_DEVICE): an IOMMU
+ * that translates for the device faults its writes.
+ */
+#define UIO_HEAP_IMPORT_OUT_READ_ONLY	(1U << 0)
 
 /**
  * struct uio_heap_import_data - argument of UIO_HEAP_IOCTL_IMPORT
  * @fd:		in: a dma-buf fd from any exporter
- * @flags:	in: must be 0
+ * @flags:	in: UIO_HEAP_IMPORT_* flags of UIO_HEAP_VALID_IMPORT_FLAGS
  * @handle:	out: names the import for UIO_HEAP_IOCTL_UNIMPORT; never 0, and
  *		not given out again by this heap fd until 2^31 imports later
- * @reserved:	must be 0
+ * @out_flags:	out: UIO_HEAP_IMPORT_OUT_* flags (ignored on input)
  * @dma_addr:	out: the buffer's address for the heap's device
  * @size:	out: the buffer's size in bytes
  */
@@ -82,7 +95,7 @@ struct uio_heap_import_data {
 	__u32 fd;
 	__u32 flags;
 	__u32 handle;
-	__u32 reserved;
+	__u32 out_flags;
 	__u64 dma_addr;
 	__u64 size;
 };
@@ -104,14 +117,21 @@ struct uio_heap_unimport_data {
  * for the heap's device, held until UIO_HEAP_IOCTL_UNIMPORT, the close of
  * the heap fd that imported it, or the device's removal (then it is
  * unmapped, and the exporter gets its buffer back, while the device still
- * exists).  Fills in @handle, and @dma_addr and @size: the device reaches
- * the whole buffer from @dma_addr on.  Imports count against the heap's
+ * exists).  Unless UIO_HEAP_IMPORT_NO_WAIT, it first waits for the
+ * exporter's fences: for every one if the device may write, for writers
+ * only if it may only read.  A dma-buf fd open read-only is mapped for
+ * device reads only (UIO_HEAP_IMPORT_OUT_READ_ONLY in @out_flags).  Fills
+ * in @handle, @out_flags, and @dma_addr and @size: the device reaches the
+ * whole buffer from @dma_addr on.  Imports count against the heap's
  * max_bytes.  Errors: EBADF if @fd is not open, EINVAL if it is not a
- * dma-buf or @flags or @reserved are not 0, ERANGE if the device cannot
+ * dma-buf or @flags has unknown bits, EPERM as for
+ * UIO_HEAP_IOCTL_GET_DMA_ADDR, ETIMEDOUT if the fences did not signal
+ * within the module's import_fence_timeout_ms (0: at once if one is
+ * pending), EINTR for a signal while waiting, ERANGE if the device cannot
  * reach the buffer as one range below its DMA mask (without an IOMMU:
  * scattered pages, or a mask that does not cover all memory), ENOSPC
- * beyond max_bytes, EPERM as for UIO_HEAP_IOCTL_GET_DMA_ADDR, ENODEV once
- * the device has gone, or an error of the exporter.
+ * beyond max_bytes, ENODEV once the device has gone, or an error of the
+ * exporter.
  */
 #define UIO_HEAP_IOCTL_IMPORT		_IOWR(UIO_HEAP_IOC_MAGIC, 0x41, \
 					      struct uio_heap_import_data)

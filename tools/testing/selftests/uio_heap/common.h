@@ -214,6 +214,21 @@ static inline bool prng_holds(const unsigned char *p, size_t len, uint64_t seed)
 	return same;
 }
 
+static inline bool is_zero(const unsigned char *p, size_t len)
+{
+	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+}
+
+/* A child's exit status, or 128 + the signal that ended it. */
+static inline int wait_exit(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 static uint64_t clock_seed;
 
 static void __attribute__((constructor)) clock_seed_init(void)
@@ -1153,7 +1168,8 @@ static inline int sync_probe_read(struct sync_seen *s)
  * direction the access implies (READ: from the device, WRITE: to it, RW:
  * both; enum dma_data_direction) when @maintained, and nothing is
  * otherwise.  When @phys_lo is not 0, what was maintained lies in
- * [@phys_lo, @phys_hi].
+ * [@phys_lo, @phys_hi].  On a device that does not snoop, the allocation
+ * itself writes the zeroed buffer back, on both nodes.
  */
 static inline void sync_checks(struct __test_metadata *_metadata,
 			       const char *node, bool maintained,
@@ -1167,6 +1183,7 @@ static inline void sync_checks(struct __test_metadata *_metadata,
 		{ DMA_BUF_SYNC_RW, 0 },		/* DMA_BIDIRECTIONAL */
 	};
 	const size_t len = SZ_64K;
+	unsigned long long coherent;
 	struct sync_seen seen;
 	int heap, buf, start;
 	unsigned int i;
@@ -1179,6 +1196,9 @@ static inline void sync_checks(struct __test_metadata *_metadata,
 	p = uioheap_map(buf, len);
 	ASSERT_NE(NULL, p);
 	ASSERT_EQ(0, sync_probe_read(&seen));
+	ASSERT_EQ(0, uioheap_sysfs_read(node, "coherent", &coherent));
+	EXPECT_EQ(coherent ? 0 : len, seen.bytes[1])
+		TH_LOG("%s: maintenance at allocation", node);
 	for (i = 0; i < ARRAY_SIZE(acc); i++) {
 		for (start = 1; start >= 0; start--) {
 			ASSERT_EQ(0, uioheap_sync_rw(buf, start, acc[i].rw));

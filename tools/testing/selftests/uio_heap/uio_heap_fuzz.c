@@ -464,7 +464,7 @@ static void fz_ioctl(struct fz *f, enum fz_kind kind, int idx, int fd,
 		memcpy(&d, f->kbuf, sizeof(d));
 		if (!fz_readable(f, arg, sizeof(d))) {
 			exp_set(&e, EFAULT);
-		} else if (d.flags || d.reserved) {
+		} else if (d.flags & ~UIO_HEAP_VALID_IMPORT_FLAGS) {
 			exp_set(&e, EINVAL);
 		} else {
 			/* Any fd: a buffer of any heap imports (or not, in one range). */

@@ -225,7 +225,11 @@ static unsigned long long revoked_bytes(void)
 	return read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0);
 }
 
-/* A mapped buffer on the fixture's node, for the tests that unbind under it. */
+/*
+ * A mapped buffer for the tests that unbind under it while its pages are
+ * pinned: on the -cached node, whose mappings get_user_pages() takes on
+ * every device (uioN refuses it where it maps uncached).
+ */
 struct held_buf {
 	unsigned long long before;	/* revoked_bytes before it existed */
 	unsigned char *p;
@@ -238,8 +242,11 @@ static void held_buf_get(struct __test_metadata *_metadata,
 			 FIXTURE_DATA(dev) *self, struct held_buf *hb,
 			 size_t size)
 {
+	char node[80];
+
 	hb->size = size;
-	hb->heap = open(self->node, O_RDWR | O_CLOEXEC);
+	snprintf(node, sizeof(node), "%s-cached", self->node);
+	hb->heap = open(node, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, hb->heap);
 	hb->before = revoked_bytes();
 	hb->buf = uioheap_alloc(hb->heap, size, O_RDWR | O_CLOEXEC);
@@ -377,9 +384,10 @@ static unsigned long long reads_in_flight(void)
 
 /*
  * The device goes while an O_DIRECT read into the buffer is in flight
- * (the disk holds it for 5 s): the mappings fault at once, the pages
- * pinned for the read stay until it completes in full, and the buffer
- * is gone once the read and the last fd are.
+ * (the disk holds it for 15 s, which a KASAN kernel under TCG needs): the
+ * mappings fault at once, the pages pinned for the read stay until it
+ * completes in full, and the buffer is gone once the read and the last
+ * fd are.
  */
 TEST_F(dev, odirect_read_in_flight_when_device_goes)
 {
@@ -387,7 +395,7 @@ TEST_F(dev, odirect_read_in_flight_when_device_goes)
 	int fd, status, i, ret;
 	pid_t pid;
 
-	ret = slow_disk_get("5000000000");
+	ret = slow_disk_get("15000000000");
 	ASSERT_EQ(0, ret) TH_LOG("null_blk through configfs: %s", strerror(-ret));
 	fd = open("/dev/" SLOW_DISK, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, fd) TH_LOG("/dev/" SLOW_DISK ": %s", strerror(errno));

@@ -154,7 +154,6 @@ static void try_all(const char *node, const char *uio, int heap_fd,
 static int run_as(const struct ids *ids, const char *node, const char *uio,
 		  int heap_fd, struct as_result *r)
 {
-	int status;
 	pid_t pid;
 
 	memset(r, 0, sizeof(*r));
@@ -173,9 +172,7 @@ static int run_as(const struct ids *ids, const char *node, const char *uio,
 		try_all(node, uio, heap_fd, r);
 		_exit(0);
 	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return wait_exit(pid);
 }
 
 FIXTURE(perms) {

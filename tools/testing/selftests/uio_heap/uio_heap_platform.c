@@ -89,10 +89,7 @@ static void attr_is(struct __test_metadata *_metadata, const char *uio,
 	EXPECT_STREQ(want, got) TH_LOG("%s", path);
 }
 
-/*
- * Both nodes; nothing translates, nothing snoops, and nothing can stop
- * the device: its memory is only freed once userspace lets go.
- */
+/* Both nodes; nothing translates, nothing snoops, nothing can stop the device. */
 TEST_F(plat, heaps_follow_the_platform_rules)
 {
 	const char *node[] = { self->uio, self->cached };
@@ -161,25 +158,22 @@ TEST_F(plat, sync_maintains_caches)
 	sync_probe_stop();
 }
 
-/* Memory of revoked buffers that still waits for its last user. */
-static unsigned long long revoked_bytes(void)
-{
-	return read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0);
-}
-
 /*
  * Unbind under live buffers of both nodes: the heaps go, the mappings
- * fault, and the memory, which the device might still be writing, stays
- * allocated until the last fd lets go.  Bound again, the device gets a
- * working heap.
+ * fault, and since nothing stopped the device, which may still be writing,
+ * the pages stay out of the allocator after the last fd lets go: counted
+ * in orphaned_bytes, never handed out again, until release_orphans.
+ * Bound again, the device gets a working heap.
  */
-TEST_F(plat, unbind_keeps_memory_until_its_last_user)
+TEST_F(plat, unbind_keeps_memory_from_the_allocator)
 {
 	const char *node[] = { self->uio, self->cached };
-	unsigned long long before = revoked_bytes();
+	unsigned long long revoked = read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0);
+	unsigned long long orphaned = read_ull(UIO_HEAP_PARAMS "orphaned_bytes", 0);
+	uint64_t addr[2], again;
 	unsigned char *p[2];
 	char path[64];
-	int i, heap[2], buf[2];
+	int i, k, heap[2], buf[2], fresh[16];
 	const char *why;
 
 	for (i = 0; i < 2; i++) {
@@ -187,6 +181,7 @@ TEST_F(plat, unbind_keeps_memory_until_its_last_user)
 		ASSERT_LE(0, heap[i]);
 		buf[i] = uioheap_alloc(heap[i], SZ_64K, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, buf[i]);
+		ASSERT_EQ(0, uioheap_dma_addr(heap[i], buf[i], &addr[i], NULL));
 		p[i] = uioheap_map(buf[i], SZ_64K);
 		ASSERT_NE(NULL, p[i]);
 		memset(p[i], 0x5a, SZ_64K);
@@ -197,16 +192,37 @@ TEST_F(plat, unbind_keeps_memory_until_its_last_user)
 		EXPECT_FALSE(path_exists(path)) TH_LOG("%s after unbind", path);
 		EXPECT_EQ(SIGBUS, probe_pages(p[i], SZ_64K, false, 0));
 	}
-	EXPECT_EQ(before + 2 * SZ_64K, revoked_bytes());
+	EXPECT_EQ(revoked + 2 * SZ_64K, read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0));
 	for (i = 0; i < 2; i++) {
 		EXPECT_EQ(0, munmap(p[i], SZ_64K));
 		EXPECT_EQ(0, close(buf[i]));
 		close(heap[i]);
-		EXPECT_EQ(before + (1 - i) * SZ_64K, revoked_bytes());
+		EXPECT_EQ(revoked + (1 - i) * SZ_64K,
+			  read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0));
+		EXPECT_EQ(orphaned + (i + 1) * SZ_64K,
+			  read_ull(UIO_HEAP_PARAMS "orphaned_bytes", 0));
 	}
 
+	/* Freed at once, the blocks would come straight back (LIFO). */
 	ASSERT_EQ(0, write_str(PDRV "/bind", self->dev));
 	ASSERT_EQ(0, platform_uio(self->dev, self->uio, sizeof(self->uio), 2000));
+	heap[0] = uioheap_open(self->uio);
+	ASSERT_LE(0, heap[0]);
+	for (k = 0; k < (int)ARRAY_SIZE(fresh); k++) {
+		fresh[k] = uioheap_alloc(heap[0], SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fresh[k]);
+		ASSERT_EQ(0, uioheap_dma_addr(heap[0], fresh[k], &again, NULL));
+		for (i = 0; i < 2; i++)
+			EXPECT_TRUE(again + SZ_64K <= addr[i] || again >= addr[i] + SZ_64K)
+				TH_LOG("a fresh buffer at %#llx overlaps an orphan",
+				       (unsigned long long)again);
+	}
+	for (k = 0; k < (int)ARRAY_SIZE(fresh); k++)
+		close(fresh[k]);
+	close(heap[0]);
+
+	EXPECT_EQ(0, write_str(UIO_HEAP_PARAMS "release_orphans", "1"));
+	EXPECT_EQ(0, read_ull(UIO_HEAP_PARAMS "orphaned_bytes", ~0ULL));
 	node_of(path, sizeof(path), self->uio);
 	why = heap_check(path, SZ_64K);
 	EXPECT_EQ(NULL, why) TH_LOG("%s", why);

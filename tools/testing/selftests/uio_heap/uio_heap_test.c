@@ -405,13 +405,21 @@ TEST_F(heap, narrow_mask_is_obeyed)
 	EXPECT_EQ(edu_narrow_bits(), bits);
 }
 
-/* A debugger reads and writes a buffer through /proc/PID/mem. */
+/*
+ * A debugger reads and writes a buffer through /proc/PID/mem (of the
+ * -cached node: uioN refuses where it maps uncached, uio_heap_zerocopy).
+ */
 TEST_F(heap, debugger_access)
 {
 	unsigned char *p, got[64], put[64];
-	int fd, mem, i;
+	char node[32];
+	int heap, fd, mem, i;
 
-	fd = uioheap_alloc(self->wide_fd, 2 * PAGE_SZ, O_RDWR | O_CLOEXEC);
+	snprintf(node, sizeof(node), "%s-cached", self->wide);
+	heap = uioheap_open(node);
+	ASSERT_LE(0, heap);
+	fd = uioheap_alloc(heap, 2 * PAGE_SZ, O_RDWR | O_CLOEXEC);
+	close(heap);
 	ASSERT_LE(0, fd);
 	p = uioheap_map(fd, 2 * PAGE_SZ);
 	ASSERT_NE(NULL, p);
@@ -994,10 +1002,10 @@ static void iommu_domain(const char *pci, char *type, size_t size)
 TEST_F(heap, iommu_mode_is_the_requested_one)
 {
 	const char *mode = getenv("UIOHEAP_IOMMU");
-	int i, n, fd, pm, kc, counts[3];
+	int i, j, n, fd, pm, kc, counts[3];
+	char type[32], attr[128], heap_mode[32];
 	unsigned char *p;
 	struct prng rng;
-	char type[32];
 	uint64_t addr, phys, k;
 	enum page_is is;
 	bool on;
@@ -1016,6 +1024,13 @@ TEST_F(heap, iommu_mode_is_the_requested_one)
 			EXPECT_TRUE(!strcmp(type, "DMA") || !strcmp(type, "DMA-FQ"))
 				TH_LOG("%s: IOMMU domain \"%s\", not translating",
 				       self->h.pci[i], type);
+			/* The heap's iommu attribute names the same mode (dma-fq: lazy). */
+			snprintf(attr, sizeof(attr), "/sys/class/uio_heap/%s/iommu",
+				 self->h.uio[i]);
+			ASSERT_LT(0, read_str(attr, heap_mode, sizeof(heap_mode)));
+			for (j = 0; type[j]; j++)
+				type[j] = tolower(type[j]);
+			EXPECT_STREQ(type, heap_mode);
 		} else {
 			EXPECT_TRUE(!type[0] || !strcmp(type, "identity"))
 				TH_LOG("%s: IOMMU domain \"%s\" with the IOMMU off",

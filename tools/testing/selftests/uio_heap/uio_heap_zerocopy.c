@@ -6,7 +6,9 @@
  * vmsplice, process_vm_readv and io_uring registered buffers.
  *
  * On uioN-cached every CPU access is bracketed with DMA_BUF_IOCTL_SYNC,
- * as Documentation/uio-heap.rst asks; on uioN none is.
+ * as Documentation/uio-heap.rst asks; on uioN none is.  uioN of a device
+ * that does not snoop (the arm64 board VM) maps the CPU uncached: there
+ * every get_user_pages() user must be refused, with EFAULT.
  */
 #include <sys/uio.h>
 #include <linux/io_uring.h>
@@ -22,6 +24,7 @@ FIXTURE(zc) {
 	EDU_HEAPS_FIELDS;
 	int heap[2];		/* this variant's node of each edu */
 	char name[2][32];
+	bool uncached;		/* the wide edu's node maps the CPU uncached */
 };
 
 FIXTURE_VARIANT(zc) {
@@ -33,6 +36,7 @@ FIXTURE_VARIANT_ADD(zc, cached) { .cached = true };
 
 FIXTURE_SETUP(zc)
 {
+	unsigned long long coherent;
 	int i;
 
 	EDU_HEAPS_SETUP(self);
@@ -48,6 +52,8 @@ FIXTURE_SETUP(zc)
 						   self->name[i],
 						   strerror(-self->heap[i]));
 	}
+	ASSERT_EQ(0, uioheap_sysfs_read(self->name[1], "coherent", &coherent));
+	self->uncached = !variant->cached && !coherent;
 }
 
 FIXTURE_TEARDOWN(zc)
@@ -159,6 +165,13 @@ TEST_F(zc, o_direct_disk_to_device)
 	prng_fill(a.p, ZC_LEN, 0xd15c);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 
+	if (self->uncached) {
+		EXPECT_EQ(-1, pwrite(disk, a.p, ZC_LEN, 0));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, pread(disk, b.p, ZC_LEN, 0));
+		EXPECT_EQ(EFAULT, errno);
+		goto out;
+	}
 	/* Between the syncs, as for a device: the block layer is one. */
 	EXPECT_EQ((ssize_t)ZC_LEN, pwrite(disk, a.p, ZC_LEN, 0))
 		TH_LOG("O_DIRECT write from the buffer: %s", strerror(errno));
@@ -173,19 +186,24 @@ TEST_F(zc, o_direct_disk_to_device)
 	EXPECT_TRUE(prng_holds(c.p, ZC_DEV_LEN / 8 * 8, 0xd15c))
 		TH_LOG("the device did not get the bytes from disk");
 	ASSERT_EQ(0, zbuf_cpu(&c, false, false));
-
+out:
 	zbuf_free(&a);
 	zbuf_free(&b);
 	zbuf_free(&c);
 	close(disk);
 }
 
-TEST_F(zc, vmsplice_and_process_vm_readv)
+/*
+ * process_vm_readv() reaches the pages through pin_user_pages_remote(),
+ * /proc/self/mem (ptrace's path) through access_remote_vm(), vmsplice()
+ * puts references to the pages themselves in a pipe.
+ */
+TEST_F(zc, vmsplice_process_vm_readv_and_proc_mem)
 {
 	unsigned char *out = malloc(ZC_LEN);
 	struct iovec local, remote;
 	struct zbuf a;
-	int pipefd[2];
+	int pipefd[2], mem;
 	size_t got = 0;
 	ssize_t n;
 
@@ -194,28 +212,43 @@ TEST_F(zc, vmsplice_and_process_vm_readv)
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
 	prng_fill(a.p, ZC_LEN, 0x5911ce);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
-
-	/* process_vm_readv() reaches the pages through pin_user_pages_remote(). */
+	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, mem);
+	ASSERT_EQ(0, pipe(pipefd));
 	local = (struct iovec){ out, ZC_LEN };
 	remote = (struct iovec){ a.p, ZC_LEN };
+
+	if (self->uncached) {
+		EXPECT_EQ(-1, process_vm_readv(getpid(), &local, 1, &remote, 1, 0));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, process_vm_writev(getpid(), &local, 1, &remote, 1, 0));
+		EXPECT_EQ(EFAULT, errno);
+		EXPECT_EQ(-1, pread(mem, out, PAGE_SZ, (uintptr_t)a.p));
+		EXPECT_EQ(EIO, errno);
+		EXPECT_EQ(-1, vmsplice(pipefd[1], &remote, 1, 0));
+		EXPECT_EQ(EFAULT, errno);
+		goto out;
+	}
 	EXPECT_EQ((ssize_t)ZC_LEN,
 		  process_vm_readv(getpid(), &local, 1, &remote, 1, 0))
 		TH_LOG("process_vm_readv: %s", strerror(errno));
 	EXPECT_TRUE(prng_holds(out, ZC_LEN, 0x5911ce));
-
-	/* vmsplice() puts references to the pages themselves in the pipe. */
 	memset(out, 0, ZC_LEN);
-	ASSERT_EQ(0, pipe(pipefd));
-	remote = (struct iovec){ a.p, ZC_LEN };
+	EXPECT_EQ((ssize_t)PAGE_SZ, pread(mem, out, PAGE_SZ, (uintptr_t)a.p))
+		TH_LOG("/proc/self/mem: %s", strerror(errno));
+	EXPECT_TRUE(prng_holds(out, PAGE_SZ, 0x5911ce));
+
+	memset(out, 0, ZC_LEN);
 	EXPECT_EQ((ssize_t)ZC_LEN, vmsplice(pipefd[1], &remote, 1, 0))
 		TH_LOG("vmsplice: %s", strerror(errno));
 	while (got < ZC_LEN && (n = read(pipefd[0], out + got, ZC_LEN - got)) > 0)
 		got += n;
 	EXPECT_EQ(ZC_LEN, got);
 	EXPECT_TRUE(prng_holds(out, ZC_LEN, 0x5911ce));
-
+out:
 	close(pipefd[0]);
 	close(pipefd[1]);
+	close(mem);
 	zbuf_free(&a);
 	free(out);
 }
@@ -286,12 +319,18 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 	ASSERT_LE(0, disk) TH_LOG(RAMDISK ": %s", strerror(errno));
 	ASSERT_EQ(0, zbuf_new(&a, self->heap[1], variant->cached));
 	ASSERT_EQ(0, zbuf_new(&b, self->heap[1], variant->cached));
+	iov = (struct iovec){ b.p, ZC_LEN };
+	if (self->uncached) {
+		EXPECT_EQ(-1, syscall(__NR_io_uring_register, ring,
+				      IORING_REGISTER_BUFFERS, &iov, 1));
+		EXPECT_EQ(EFAULT, errno);
+		goto out;
+	}
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
 	prng_fill(a.p, ZC_LEN, 0x1047);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 	ASSERT_EQ((ssize_t)ZC_LEN, pwrite(disk, a.p, ZC_LEN, 0));
 
-	iov = (struct iovec){ b.p, ZC_LEN };
 	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
 		      &iov, 1);
 	if (ret && errno == EOPNOTSUPP) {
@@ -309,6 +348,7 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring,
 			     IORING_UNREGISTER_BUFFERS, NULL, 0));
+out:
 	zbuf_free(&a);
 	zbuf_free(&b);
 	close(disk);
