@@ -212,6 +212,10 @@ payload=$out/payload
 rm -rf "$payload" && mkdir -p "$payload"
 cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" \
 	"$out/user/tools/uio-nvme" "$out/user/tools/uio-heap" "$payload/"
+# The demo once more as a 32-bit program: the ioctls through compat_ioctl.
+make -s -C "$top/tools" OUT="$out/user-i686" CC=i686-linux-gnu-gcc \
+	AR=i686-linux-gnu-ar "$out/user-i686/uio-heap-demo" >&2
+cp "$out/user-i686/uio-heap-demo" "$payload/uio-heap-demo32"
 # The packaged uio-heap with its libraries, and a program built against the
 # installed libuioheap-dev (tests/deb.sh, a host check): the tool suite
 # runs them where they were built.

@@ -14,6 +14,7 @@ pkgs=(
 	qemu-system-x86 busybox-static sparse dkms ccache gnuplot-nox
 	debhelper dh-dkms lintian pkgconf adduser
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm device-tree-compiler
+	gcc-i686-linux-gnu libc6-dev-i386-cross
 )
 
 missing=()

@@ -100,9 +100,13 @@ int main(int argc, char **argv)
 		       dst[DEMO_OUT_OFF + i], src[i]);
 		return 1;
 	}
-	printf("verify:  all %d bytes arrived intact; the rest of the buffer is still zero: %s\n",
-	       DEMO_LEN, dst[0] == 0 && dst[DEMO_OUT_OFF + DEMO_LEN] == 0 ?
-	       "yes" : "NO");
+	if (dst[0] || dst[DEMO_OUT_OFF - 1] || dst[DEMO_OUT_OFF + DEMO_LEN]) {
+		printf("verify:  FAILED: the device wrote outside the %d bytes\n",
+		       DEMO_LEN);
+		return 1;
+	}
+	printf("verify:  all %d bytes arrived intact, and nothing around them\n",
+	       DEMO_LEN);
 
 	close(a);
 	close(b);

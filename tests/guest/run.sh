@@ -146,6 +146,12 @@ demo() {
 		tap $? "uio-heap-demo $u"
 		echo "$out" | sed 's/^/# /'
 	done
+	# x86: the same ioctls from a 32-bit program, through compat_ioctl.
+	if [ -x ./uio-heap-demo32 ]; then
+		out=$(./uio-heap-demo32 "${UIOHEAP_EDU_UIO##* }" 2>&1)
+		tap $? "uio-heap-demo32 ${UIOHEAP_EDU_UIO##* } (i686 build: compat ioctls)"
+		echo "$out" | sed 's/^/# /'
+	fi
 	end_stream
 }
 
