@@ -146,10 +146,15 @@ demo() {
 		tap $? "uio-heap-demo $u"
 		echo "$out" | sed 's/^/# /'
 	done
-	# x86: the same ioctls from a 32-bit program, through compat_ioctl.
-	if [ -x ./uio-heap-demo32 ]; then
-		out=$(./uio-heap-demo32 "${UIOHEAP_EDU_UIO##* }" 2>&1)
-		tap $? "uio-heap-demo32 ${UIOHEAP_EDU_UIO##* } (i686 build: compat ioctls)"
+	# x86: the same ioctls from a 32-bit program, through compat_ioctl
+	# (the debug kernel, a tinyconfig, runs no 32-bit programs).
+	u=${UIOHEAP_EDU_UIO##* }
+	if [ -x ./uio-heap-demo32 ] && ! grep -qw __ia32_sys_ioctl /proc/kallsyms; then
+		n=$((n + 1))
+		echo "ok $n uio-heap-demo32 $u # SKIP kernel without IA32 emulation"
+	elif [ -x ./uio-heap-demo32 ]; then
+		out=$(./uio-heap-demo32 "$u" 2>&1)
+		tap $? "uio-heap-demo32 $u"
 		echo "$out" | sed 's/^/# /'
 	fi
 	end_stream

@@ -1105,18 +1105,22 @@ static inline void sync_probe_stop(void)
 	tracefs_write("kprobe_events", "");
 }
 
-static inline int sync_probe_start(void)
+/*
+ * Replaces the kprobes by @events (group uioheap), enabled, the trace
+ * cleared: 0, -EOPNOTSUPP without kprobe events (the debug kernel), or
+ * -ENOENT for a symbol the kernel does not have.
+ */
+static inline int kprobes_start(const char *events)
 {
 	int ret;
 
-	if (!path_exists(TRACEFS "kprobe_events") &&
-	    mount("tracefs", TRACEFS, "tracefs", 0, NULL))
-		return -errno;
+	/* Mounted once per boot; a kernel without kprobe events has no file. */
+	if (!path_exists(TRACEFS "kprobe_events"))
+		mount("tracefs", TRACEFS, "tracefs", 0, NULL);
 	if (!path_exists(TRACEFS "kprobe_events"))
 		return -EOPNOTSUPP;
 	sync_probe_stop();
-	/* A kprobe on a symbol the kernel does not have: ENOENT or EINVAL. */
-	ret = tracefs_write("kprobe_events", SYNC_PROBES);
+	ret = tracefs_write("kprobe_events", events);
 	if (ret == -ENOENT || ret == -EINVAL)
 		return -ENOENT;
 	if (!ret)
@@ -1124,6 +1128,27 @@ static inline int sync_probe_start(void)
 	if (!ret)
 		ret = tracefs_write("trace", "");
 	return ret;
+}
+
+static inline int sync_probe_start(void)
+{
+	return kprobes_start(SYNC_PROBES);
+}
+
+/* Lines of the trace that have @what; -errno. */
+static inline long trace_count(const char *what)
+{
+	char line[512];
+	long n = 0;
+	FILE *f;
+
+	f = fopen(TRACEFS "trace", "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		n += line[0] != '#' && strstr(line, what);
+	fclose(f);
+	return n;
 }
 
 /* What was maintained since the last call; clears the trace. */

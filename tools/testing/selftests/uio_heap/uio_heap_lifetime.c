@@ -219,6 +219,33 @@ TEST_F(dev, close_after_unbind)
 	wait_heap_back(_metadata, self);
 }
 
+/*
+ * Unbinding stops the device's DMA before uio_pci_generic's remove(): bus
+ * mastering goes off (S9).  remove()'s pci_disable_device() clears it too,
+ * later and without pci_clear_master(), so a kprobe on that tells who did.
+ */
+TEST_F(dev, unbind_stops_bus_mastering)
+{
+	int heap, buf, ret;
+
+	ret = kprobes_start("p:uioheap/clear_master pci_clear_master\n");
+	if (ret == -EOPNOTSUPP)
+		SKIP(return, "kernel without kprobe events");
+	ASSERT_EQ(0, ret);
+	heap = open(self->node, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap);
+	buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
+	EXPECT_LE(1, trace_count(" clear_master:"))
+		TH_LOG("nobody called pci_clear_master() at unbind");
+	sync_probe_stop();
+	close(buf);
+	close(heap);
+	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/bind", self->pci));
+	wait_heap_back(_metadata, self);
+}
+
 /* Memory of revoked buffers that still waits for its last user. */
 static unsigned long long revoked_bytes(void)
 {
@@ -389,7 +416,7 @@ static unsigned long long reads_in_flight(void)
  * completes in full, and the buffer is gone once the read and the last
  * fd are.
  */
-TEST_F(dev, odirect_read_in_flight_when_device_goes)
+TEST_F_TIMEOUT(dev, odirect_read_in_flight_when_device_goes, 120)
 {
 	struct held_buf hb;
 	int fd, status, i, ret;
