@@ -6,6 +6,7 @@
 #   make KDIR=<build dir>    modules for another kernel
 #   make check               everything CI runs (unit, static and VM suites)
 #   make check-long          the same, with the robustness battery at full length
+#   make mutate              mutation check: each mutant of tests/mutants must end make check red
 #   make demo                boot a kernel in QEMU and drive a device's DMA
 #   make bench               buffer-cost benchmark in QEMU
 #   make deb                 Debian packages, in build/deb (or $UIOHEAP_OUT/deb)
@@ -43,6 +44,9 @@ check:
 check-long:
 	UIOHEAP_LONG=1 tests/check.sh
 
+mutate:
+	tests/mutate.sh
+
 demo:
 	tests/demo.sh
 
@@ -52,4 +56,4 @@ bench:
 deb:
 	scripts/deb.sh
 
-.PHONY: all modules modules_install clean check check-long demo bench deb FORCE
+.PHONY: all modules modules_install clean check check-long mutate demo bench deb FORCE
