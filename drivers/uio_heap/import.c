@@ -70,6 +70,13 @@ static void uio_heap_import_release(struct uio_heap_import *imp)
 	dma_buf_detach(imp->dmabuf, imp->attach);
 }
 
+/* One import taken away from the device, the IOTLB flushed before release. */
+static void uio_heap_import_unmap_sync(struct uio_heap_import *imp)
+{
+	uio_heap_import_unmap(imp);
+	uio_heap_iotlb_sync(imp->heap->dma_dev);
+}
+
 /*
  * Gives an unmapped import's dma-buf back to its exporter, after the sync,
  * or to the orphans if nothing stopped the device.
@@ -152,8 +159,7 @@ static int uio_heap_import_map(struct uio_heap_import *imp)
 	ret = uio_heap_dma_range(heap->dma_dev, imp->sgt, imp->size,
 				 &imp->dma_addr);
 	if (ret) {
-		uio_heap_import_unmap(imp);
-		uio_heap_iotlb_sync(heap->dma_dev);
+		uio_heap_import_unmap_sync(imp);
 		uio_heap_import_release(imp);
 	}
 	return ret;
@@ -257,8 +263,7 @@ int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg)
 		spin_lock(&heap->lock);
 		list_del(&imp->node);
 		spin_unlock(&heap->lock);
-		uio_heap_import_unmap(imp);
-		uio_heap_iotlb_sync(heap->dma_dev);
+		uio_heap_import_unmap_sync(imp);
 		uio_heap_import_release(imp);
 		goto unaccount;
 	}
@@ -284,8 +289,7 @@ static void uio_heap_import_free(struct uio_heap_import *imp)
 
 	down_read(&heap->sem);
 	if (imp->dmabuf) {
-		uio_heap_import_unmap(imp);
-		uio_heap_iotlb_sync(heap->dma_dev);
+		uio_heap_import_unmap_sync(imp);
 		uio_heap_import_drop(imp, false);
 	}
 	up_read(&heap->sem);
