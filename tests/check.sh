@@ -25,6 +25,9 @@ log "kernels ${kernels[*]}, linux-source-6.12 $(dpkg-query -W -f='${Version}' li
 
 # For quicker runs while developing (CI sets none of these):
 #   UIOHEAP_KERNELS="6.12*"  UIOHEAP_IOMMU_MODES=on  UIOHEAP_SUITES=uio_heap_test
+#   UIOHEAP_TESTS="heap.cloexec_honoured ..." (only these tests of the
+#   kselftest suites that have one of them, and one KUnit case; the
+#   others run whole)
 #   UIOHEAP_ARM64_MODES="on nc" (of "off on nc"; "none": no arm64 at all)
 if [ -n "${UIOHEAP_KERNELS:-}" ]; then
 	sel=()
@@ -38,13 +41,28 @@ if [ -n "${UIOHEAP_KERNELS:-}" ]; then
 fi
 narrowed=
 for v in UIOHEAP_KERNELS UIOHEAP_IOMMU_MODES UIOHEAP_DEBUG_IOMMU_MODES \
-	 UIOHEAP_NO_DEBUG_KERNEL UIOHEAP_SUITES UIOHEAP_QUICK UIOHEAP_ARM64_MODES; do
+	 UIOHEAP_NO_DEBUG_KERNEL UIOHEAP_SUITES UIOHEAP_TESTS UIOHEAP_QUICK UIOHEAP_ARM64_MODES; do
 	[ -n "${!v:-}" ] && narrowed="$narrowed $v=${!v}"
 done
 [ -n "$narrowed" ] && log "partial run, not what CI runs:$narrowed"
 # Passed to the guest as UIOHEAP_* variables (tests/vm/guest-init.sh).
 guest_args=
 [ -n "${UIOHEAP_SUITES:-}" ] && guest_args="$guest_args,suites=${UIOHEAP_SUITES// /+}"
+# Each test as SUITE:NAME, its suite from the pinned list; one KUnit case
+# narrows the KUnit suite through the kernel's command line.
+kunit_only=
+if [ -n "${UIOHEAP_TESTS:-}" ]; then
+	only=
+	for t in $UIOHEAP_TESTS; do
+		s=$(awk -v t="$t" '$1 ~ /^(uio_heap_|kunit$)/ && $2 == t { print $1; exit }' \
+			"$top/tests/expected-tests")
+		[ -n "$s" ] || die "UIOHEAP_TESTS: $t is no test of tests/expected-tests"
+		[ "$s" = kunit ] && kunit_only="$kunit_only $t"
+		only="$only+$s:$t"
+	done
+	guest_args="$guest_args,tests=${only#+}"
+	[ "$(wc -w <<<"$kunit_only")" -le 1 ] || die "UIOHEAP_TESTS: one KUnit case at most"
+fi
 [ -n "${UIOHEAP_LONG:-}" ] && guest_args="$guest_args,long=1"
 [ -n "${UIOHEAP_FUZZ_SEED:-}" ] && guest_args="$guest_args,fuzz_seed=$UIOHEAP_FUZZ_SEED"
 [ -n "${UIOHEAP_SEED:-}" ] && guest_args="$guest_args,seed=$UIOHEAP_SEED"
@@ -53,6 +71,7 @@ vm_timeout=1500
 [ -n "${UIOHEAP_LONG:-}" ] && vm_timeout=3600
 vm_append=
 [ -n "$guest_args" ] && vm_append="uioheap.args=${guest_args#,}"
+[ -n "$kunit_only" ] && vm_append="$vm_append kunit.filter_glob=uio_heap.${kunit_only# }"
 
 # Debian's stock arm64 kernel, unpacked (tests/arm64/fetch.sh): "off" and
 # "on" are virt with the SMMUv3 off and on, "nc" the board of
@@ -244,7 +263,9 @@ log "NVMe image seed $nvme_seed"
 vm_payload=$payload vm_mk=() vm_run=()
 vm() {
 	local name=$1 kind=$2 vmlinuz=$3 kver=$4 moddir=$5 iommu=$6 kmods=$7 gargs=$8 rc=0 ko
+	local append="uioheap.args=$gargs,nvme_seed=$nvme_seed $vm_append"
 	shift 8
+	[[ ,$gargs, != *,iommu_strict=1,* ]] || append="$append iommu.strict=1"
 	local base=$out/vm-$name-$iommu tap=$tapdir/$name-iommu-$iommu.tap
 	local args=(--kver "$kver" --modules-dir "$moddir" --payload "$vm_payload"
 		    --out "$base.cpio.gz" ${vm_mk[@]+"${vm_mk[@]}"})
@@ -258,7 +279,7 @@ vm() {
 		"$top/tests/vm/run-vm.sh" --kernel "$vmlinuz" --initrd "$base.cpio.gz" \
 			--iommu "$iommu" --log "$base.log" --klog "$base.kmsg" \
 			--nvme "$base.nvme.img" --timeout "$vm_timeout" ${vm_run[@]+"${vm_run[@]}"} \
-			--append "uioheap.args=$gargs,nvme_seed=$nvme_seed $vm_append" \
+			--append "$append" \
 			>"$base.out" || rc=$?
 	else
 		rc=2; : >"$base.out"; : >"$base.kmsg"
@@ -302,10 +323,14 @@ if [ -n "$debug" ]; then
 			"$out/mod-debug/drivers/uio_heap/uio_heap_test.ko"
 	done
 fi
+# IOMMU on: Debian's lazy mode (a flush queue), but strict on 6.1, so
+# that the tests see both: an IOVA freed in strict mode is gone at once.
 for k in "${kernels[@]}"; do
+	strict=0
+	[ "$(kseries "$k")" != 6.1 ] || strict=1
 	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
 		vm_bg "$k" "$(kseries "$k")-stock-$iommu-x86" "/boot/vmlinuz-$k" "$k" \
-			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
+			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem,iommu_strict=$strict" \
 			"$out/mod-$k/drivers/uio_heap/uio_heap.ko"
 	done
 done

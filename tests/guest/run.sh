@@ -59,10 +59,11 @@ setup() {
 		[ "${drv##*/}" = uio_pci_generic ] && [ -n "$u" ]
 		tap $? "edu $bdf bound to uio_pci_generic (${u:-no uio device})"
 		# The IOMMU the host asked for is there (the selftests prove IOVAs),
-		# in the kernels' default mode: lazy on x86, strict on arm64.
+		# in the kernels' default mode (lazy on x86, strict on arm64) unless
+		# the host asked for strict (iommu.strict=1).
 		t=$(cat $d/iommu_group/type 2>/dev/null)
-		case ${UIOHEAP_IOMMU:-}:$(uname -m):$t in
-		on:x86_64:DMA-FQ|on:aarch64:DMA|off:*:) r=0 ;;
+		case ${UIOHEAP_IOMMU:-}:$(uname -m):${UIOHEAP_IOMMU_STRICT:-0}:$t in
+		on:x86_64:0:DMA-FQ|on:*:1:DMA|on:aarch64:*:DMA|off:*:*:) r=0 ;;
 		*) r=1 ;;
 		esac
 		tap $r "IOMMU ${UIOHEAP_IOMMU:-unset}: edu $bdf domain ${t:-none}"
@@ -246,6 +247,15 @@ load_late() {
 	if [ -d /sys/module/vgem ]; then export UIOHEAP_VGEM=1; fi
 }
 
+# only_tests SUITE: "-r NAME" for each SUITE:NAME of UIOHEAP_TESTS;
+# nothing (the whole suite) when none is SUITE's.
+only_tests() {
+	local t
+	for t in ${UIOHEAP_TESTS:-}; do
+		[ "${t%%:*}" = "$1" ] && printf -- '-r %s ' "${t#*:}"
+	done
+}
+
 for t in $suites; do
 	case $t in uio_heap_import|uio_heap_lifetime) load_late ;; esac
 	case $t in
@@ -253,7 +263,7 @@ for t in $suites; do
 	tool) suite tool tool ;;
 	dmabuf_heaps) suite dmabuf_heaps ./dmabuf-heap ;;
 	kunit) kunit_ran=1; suite kunit kunit ;;
-	*) suite "$t" "./$t" ;;
+	*) suite "$t" "./$t" $(only_tests "$t") ;;
 	esac
 done
 

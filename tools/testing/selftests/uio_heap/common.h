@@ -214,9 +214,12 @@ static inline bool prng_holds(const unsigned char *p, size_t len, uint64_t seed)
 	return same;
 }
 
-static inline bool is_zero(const unsigned char *p, size_t len)
+/* Every one of @len bytes at @p is @byte. */
+static inline bool is_filled(const void *p, size_t len, unsigned char byte)
 {
-	return !len || (!p[0] && !memcmp(p, p + 1, len - 1));
+	const unsigned char *c = p;
+
+	return !len || (c[0] == byte && !memcmp(c, c + 1, len - 1));
 }
 
 /* A child's exit status, or 128 + the signal that ended it. */

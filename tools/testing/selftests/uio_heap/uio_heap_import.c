@@ -442,13 +442,13 @@ TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 				      data.dma_addr));
 		EXPECT_TRUE(expect_fault_end(kfd, self->h.pci[1], 10000))
 			TH_LOG("the IOMMU reported no write fault");
-		EXPECT_TRUE(is_zero(p, self->len))
+		EXPECT_TRUE(is_filled(p, self->len, 0))
 			TH_LOG("the device wrote into a read-only import");
 	}
 #endif
 	prng_fill(self->stage_p, DEV_LEN, 0x4040);
 	ASSERT_EQ(0, edu_move(self->uio[1], data.dma_addr, self->stage_addr));
-	EXPECT_TRUE(is_zero(self->stage_p, DEV_LEN / 8 * 8))
+	EXPECT_TRUE(is_filled(self->stage_p, DEV_LEN / 8 * 8, 0))
 		TH_LOG("the device did not read the buffer");
 	EXPECT_EQ(0, uioheap_unimport(self->heap, data.handle));
 	munmap(p, self->len);
