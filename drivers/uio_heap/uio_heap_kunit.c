@@ -20,6 +20,7 @@
 #include <linux/platform_data/uio_dmem_genirq.h>
 #include <linux/platform_device.h>
 #include <linux/random.h>
+#include <linux/swiotlb.h>
 #include <linux/uio_driver.h>
 #include <uapi/linux/dma-heap.h>
 
@@ -240,6 +241,31 @@ static void uio_heap_test_mask_owner(struct kunit *test)
 	uio_heap_kunit_remove(ctx);
 	KUNIT_EXPECT_EQ(test, DMA_BIT_MASK(32), ctx->dma_dev->coherent_dma_mask);
 }
+
+#ifdef CONFIG_SWIOTLB
+/* swiotlb=force or a restricted-dma-pool would bounce every transfer: no heap. */
+static void uio_heap_test_bounced_device(struct kunit *test)
+{
+	struct io_tlb_mem *mem = kunit_kzalloc(test, sizeof(*mem), GFP_KERNEL);
+	struct device *dma_dev, *uio;
+	int ret;
+
+	KUNIT_ASSERT_NOT_NULL(test, mem);
+	dma_dev = kunit_device_register(test, "uio_heap_kunit_bounced");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dma_dev));
+	uio = kunit_device_register(test, "kuio_bounced");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(uio));
+	mem->force_bounce = true;
+	dma_dev->dma_io_tlb_mem = mem;
+	device_lock(dma_dev);
+	ret = uio_heap_create(dma_dev, uio);
+	device_unlock(dma_dev);
+	if (!ret)
+		uio_heap_remove_for(dma_dev);
+	dma_dev->dma_io_tlb_mem = NULL;
+	KUNIT_EXPECT_EQ(test, -EOPNOTSUPP, ret);
+}
+#endif
 
 static void uio_heap_test_lifecycle(struct kunit *test)
 {
@@ -728,6 +754,9 @@ static struct kunit_case uio_heap_test_cases[] = {
 	KUNIT_CASE(uio_heap_test_mask),
 	KUNIT_CASE(uio_heap_test_bus_limit),
 	KUNIT_CASE(uio_heap_test_mask_owner),
+#ifdef CONFIG_SWIOTLB
+	KUNIT_CASE(uio_heap_test_bounced_device),
+#endif
 	KUNIT_CASE(uio_heap_test_lifecycle),
 	KUNIT_CASE(uio_heap_test_remove_waits_alone),
 	KUNIT_CASE(uio_heap_test_revoke),

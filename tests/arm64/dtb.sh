@@ -8,7 +8,9 @@
 # dma-ranges let it reach only the first GiB of RAM, like the 30-bit
 # window of a Raspberry Pi 4's legacy DMA engines.  (A 256 MiB window
 # shares ZONE_DMA with the kernel, CMA and swiotlb: too little for the
-# upstream selftest's 32 MiB of 1 MiB blocks.)  QEMU models no caches:
+# upstream selftest's 32 MiB of 1 MiB blocks.)  A second one, outside
+# that bus, snoops (dma-coherent): an importer the first one's uioN must
+# refuse.  QEMU models no caches:
 # this proves the kernel's code paths, not cache effects.
 # Prints the DTB's path, cached by QEMU's version and this script; beside
 # it, DTB.args holds what the guest is told about the board
@@ -34,8 +36,8 @@ awk '/^\tpcie@/ { p = 1 } p && /dma-coherent;/ { p = 0; next } { print }' \
 	"$tmp/virt.dts" >"$tmp/board.dts"
 [ "$(grep -c 'dma-coherent;' "$tmp/board.dts")" = $((n - 1)) ] ||
 	die "no dma-coherent in the PCIe host of QEMU's virt DTB"
-# RAM starts at 1 GiB; 0x9100000 lies in virt's unused MMIO space (UIO
-# only hands it to whoever maps it).
+# RAM starts at 1 GiB; 0x9100000 and 0x9101000 lie in virt's unused MMIO
+# space (UIO only hands them to whoever maps them).
 cat >>"$tmp/board.dts" <<'DTS'
 
 / {
@@ -51,10 +53,16 @@ cat >>"$tmp/board.dts" <<'DTS'
 			reg = <0x0 0x09100000 0x0 0x1000>;
 		};
 	};
+
+	uio@9101000 {
+		compatible = "uioheap,test-dma";
+		reg = <0x0 0x09101000 0x0 0x1000>;
+		dma-coherent;
+	};
 };
 DTS
 mkdir -p "${dtb%/*}"
 dtc -q -I dts -O dtb -o "$dtb.tmp" "$tmp/board.dts"
-echo "coherent=0,platform=9100000.uio,platform_dma_lo=0x40000000,platform_dma_hi=0x7fffffff" >"$dtb.args"
+echo "coherent=0,platform=9100000.uio,platform_snoops=9101000.uio,platform_dma_lo=0x40000000,platform_dma_hi=0x7fffffff" >"$dtb.args"
 mv "$dtb.tmp" "$dtb"
 echo "$dtb"

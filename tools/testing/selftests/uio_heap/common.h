@@ -920,8 +920,8 @@ FIXTURE_TEARDOWN(name)							\
  * the device goes must not leave an interrupt nobody will acknowledge.
  *
  * What can be asserted: the bytes land before the unplug; afterwards the
- * old buffer is out of reach of the CPU (SIGBUS), and memory handed out
- * again stays untouched (canary_clean()).  Whether a transfer "completes"
+ * old buffer is out of reach of the CPU (SIGBUS).  That the device is
+ * stopped is dev.unbind_stops_the_devices_dma's.  Whether a transfer "completes"
  * after the unplug says nothing: the edu clears its start bit even when
  * bus mastering is off and the write goes nowhere.  The host fails the
  * run on any IOMMU fault in the kernel log.
@@ -1032,50 +1032,6 @@ static inline void dma_pump_stop(struct dma_pump *d)
 }
 
 /*
- * Fresh buffers of @node read zero and stay zero for @ms: no transfer
- * aimed at revoked memory lands in memory handed out again (the edu
- * completes a transfer 100 ms after it is started).  NULL or what failed.
- */
-#define CANARY_BUFS	16
-
-static inline const char *canary_clean(const char *node, int ms)
-{
-	static __thread char why[96];
-	unsigned char *p[CANARY_BUFS];
-	int heap, fd, i, round;
-	size_t k;
-
-	why[0] = '\0';
-	heap = open(node, O_RDWR | O_CLOEXEC);
-	if (heap < 0)
-		return "canary: open";
-	for (i = 0; i < CANARY_BUFS; i++) {
-		fd = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
-		p[i] = fd < 0 ? NULL : uioheap_map(fd, SZ_64K);
-		if (fd >= 0)
-			close(fd);
-		if (!p[i])
-			snprintf(why, sizeof(why), "canary: buffer %d", i);
-	}
-	for (round = 0; round < 2 && !why[0]; round++) {
-		if (round)
-			sleep_ms(ms);
-		for (i = 0; i < CANARY_BUFS && !why[0]; i++)
-			for (k = 0; k < SZ_64K && !why[0]; k++)
-				if (p[i][k])
-					snprintf(why, sizeof(why),
-						 "canary %d: byte %zu is %#x %s",
-						 i, k, p[i][k],
-						 round ? "later" : "at once");
-	}
-	for (i = 0; i < CANARY_BUFS; i++)
-		if (p[i])
-			munmap(p[i], SZ_64K);
-	close(heap);
-	return why[0] ? why : NULL;
-}
-
-/*
  * The cache maintenance the DMA API does, seen through kprobes on
  * arch_sync_dma_for_cpu() and arch_sync_dma_for_device() (paddr, size,
  * direction).  Architectures whose devices all snoop (x86) have neither:
@@ -1138,18 +1094,26 @@ static inline int sync_probe_start(void)
 	return kprobes_start(SYNC_PROBES);
 }
 
-/* Lines of the trace that have @what; -errno. */
+/*
+ * Lines of the trace that have @what, traced in process context: not in an
+ * interrupt or a softirq (a timer), whose flags after the CPU ("d.s1.")
+ * have h, s or H third; -errno.
+ */
 static inline long trace_count(const char *what)
 {
 	char line[512];
+	const char *at;
 	long n = 0;
 	FILE *f;
 
 	f = fopen(TRACEFS "trace", "re");
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f))
-		n += line[0] != '#' && strstr(line, what);
+	while (fgets(line, sizeof(line), f)) {
+		at = strstr(line, "] ");
+		if (line[0] != '#' && strstr(line, what) && at && at[2] && at[3])
+			n += !memchr("hsH", at[4], 3);
+	}
 	fclose(f);
 	return n;
 }

@@ -3,8 +3,9 @@
  * uio_heap on a device-tree platform device, the FPGA board's case: a
  * node bound to uio_pdrv_genirq, not cache-coherent, without an IOMMU,
  * behind a bus whose dma-ranges reach only part of memory.  The VM
- * (tests/arm64/dtb.sh) names it in UIOHEAP_PLATFORM and its DMA window in
- * UIOHEAP_PLATFORM_DMA_LO and _HI; the payload has bound it.
+ * (tests/arm64/dtb.sh) names it in UIOHEAP_PLATFORM, its DMA window in
+ * UIOHEAP_PLATFORM_DMA_LO and _HI, and a second node, which snoops, in
+ * UIOHEAP_PLATFORM_SNOOPS; the payload has bound them.
  */
 #include "kselftest_harness.h"
 #include "common.h"
@@ -12,9 +13,10 @@
 #define PDRV	"/sys/bus/platform/drivers/uio_pdrv_genirq"
 
 FIXTURE(plat) {
-	const char *dev;
+	const char *dev, *snoops;
 	char uio[16];
 	char cached[24];
+	char snoops_uio[16];
 	uint64_t lo, hi;
 };
 
@@ -67,16 +69,24 @@ FIXTURE_SETUP(plat)
 	ASSERT_EQ(0, ret) TH_LOG("%s: no UIO device with a heap: %s", self->dev,
 				 strerror(-ret));
 	snprintf(self->cached, sizeof(self->cached), "%s-cached", self->uio);
+	self->snoops = getenv("UIOHEAP_PLATFORM_SNOOPS");
+	ASSERT_NE(NULL, self->snoops) TH_LOG("UIOHEAP_PLATFORM_SNOOPS is not set");
+	ASSERT_EQ(0, platform_uio(self->snoops, self->snoops_uio,
+				  sizeof(self->snoops_uio), 2000));
 }
 
-/* Bound again, whatever the test did. */
+/* Both bound again, whatever the test did. */
 FIXTURE_TEARDOWN(plat)
 {
+	const char *dev[] = { self->dev, self->snoops };
 	char path[128];
+	int i;
 
-	snprintf(path, sizeof(path), "/sys/bus/platform/devices/%s/driver", self->dev);
-	if (!path_exists(path))
-		write_str(PDRV "/bind", self->dev);
+	for (i = 0; i < 2 && dev[i]; i++) {
+		snprintf(path, sizeof(path), "/sys/bus/platform/devices/%s/driver", dev[i]);
+		if (!path_exists(path))
+			write_str(PDRV "/bind", dev[i]);
+	}
 }
 
 static void attr_is(struct __test_metadata *_metadata, const char *uio,
@@ -159,6 +169,135 @@ TEST_F(plat, sync_maintains_caches)
 }
 
 /*
+ * SYNC maintains the caches for an importer that mapped the buffer too,
+ * on both nodes, in the importer's direction (S2).  The importer is the
+ * wide edu, non-coherent on this board: its heap's import maps the buffer
+ * for it (and syncs it for the device) before the SYNC calls.
+ */
+TEST_F(plat, sync_maintains_importers)
+{
+	const char *node[] = { self->uio, self->cached };
+	char pci[32], edu[16];
+	struct sync_seen seen;
+	int i, start, heap, buf, importer, handle;
+	uint64_t addr;
+
+	ASSERT_EQ(0, edu_pci(false, pci, sizeof(pci)));
+	ASSERT_EQ(0, uio_of_pci(pci, edu, sizeof(edu)));
+	importer = uioheap_open(edu);
+	ASSERT_LE(0, importer) TH_LOG("%s: %s", edu, strerror(-importer));
+	ASSERT_EQ(0, sync_probe_start()) TH_LOG("no kprobes on arch_sync_dma_*");
+	for (i = 0; i < 2; i++) {
+		heap = uioheap_open(node[i]);
+		ASSERT_LE(0, heap);
+		buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, buf);
+		handle = uioheap_import(importer, buf, &addr, NULL);
+		ASSERT_LE(0, handle) TH_LOG("%s into %s: %s", node[i], edu,
+					    strerror(-handle));
+		ASSERT_EQ(0, sync_probe_read(&seen));
+		for (start = 1; start >= 0; start--) {
+			ASSERT_EQ(0, uioheap_sync_rw(buf, start, DMA_BUF_SYNC_READ));
+			ASSERT_EQ(0, sync_probe_read(&seen));
+			/* uioN: the importer's; -cached: the heap's and its. */
+			EXPECT_EQ((i + 1) * SZ_64K, seen.bytes[!start])
+				TH_LOG("%s: sync %s", node[i], start ? "start" : "end");
+			EXPECT_EQ(0, seen.bytes[start]);
+			/* DMA_FROM_DEVICE for the heap, BIDIRECTIONAL for the import. */
+			EXPECT_EQ(i ? 0x5u : 0x1u, seen.dirs[!start]);
+		}
+		EXPECT_EQ(0, uioheap_unimport(importer, handle));
+		close(buf);
+		close(heap);
+	}
+	sync_probe_stop();
+	close(importer);
+}
+
+/*
+ * An importer that snoops (the board's second, dma-coherent node) could be
+ * served stale lines of the cacheable linear map where uioN maps uncached:
+ * that node refuses it, uioN-cached takes it.
+ */
+TEST_F(plat, snooping_importers_only_on_the_cached_node)
+{
+	const char *node[] = { self->uio, self->cached };
+	int i, importer, heap, buf, handle;
+	uint64_t addr;
+
+	attr_is(_metadata, self->snoops_uio, "coherent", "1");
+	importer = uioheap_open(self->snoops_uio);
+	ASSERT_LE(0, importer);
+	for (i = 0; i < 2; i++) {
+		heap = uioheap_open(node[i]);
+		ASSERT_LE(0, heap);
+		buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, buf);
+		handle = uioheap_import(importer, buf, &addr, NULL);
+		if (i) {
+			EXPECT_LE(0, handle) TH_LOG("%s: %s", node[i], strerror(-handle));
+			EXPECT_EQ(0, handle < 0 ? 0 : uioheap_unimport(importer, handle));
+		} else {
+			EXPECT_EQ(-EOPNOTSUPP, handle) TH_LOG("%s", strerror(-handle));
+		}
+		close(buf);
+		close(heap);
+	}
+	close(importer);
+}
+
+/*
+ * The memory type of each node's user mapping, as the fault path maps it
+ * (BTF-typed kprobes on the two calls that insert the PTEs): uioN of this
+ * device that does not snoop maps Normal non-cacheable, the way the DMA
+ * API maps coherent memory for it (S3); uioN-cached maps Normal, cached.
+ * The arm64 PTE's AttrIndx (bits 4:2) picks the MAIR entry: MT_NORMAL 0,
+ * MT_NORMAL_NC 2 (arch/arm64/include/asm/memory.h).
+ */
+#define FAULT_ARGS	" prot=vma->vm_page_prot.pgprot:x64 addr=addr:x64\n"
+#define FAULT_PROBES	"p:uioheap/pfn vmf_insert_pfn" FAULT_ARGS \
+			"p:uioheap/pages vm_insert_pages" FAULT_ARGS
+
+TEST_F(plat, user_mappings_have_the_nodes_memory_type)
+{
+	const char *node[] = { self->uio, self->cached };
+	const int want[] = { 2, 0 };
+	unsigned long long prot, addr;
+	char line[512];
+	const char *at;
+	int i, mt, heap, buf;
+	unsigned char *p;
+	FILE *f;
+
+	ASSERT_EQ(0, kprobes_start(FAULT_PROBES)) TH_LOG("%s", FAULT_PROBES);
+	for (i = 0; i < 2; i++) {
+		heap = uioheap_open(node[i]);
+		ASSERT_LE(0, heap);
+		buf = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, buf);
+		p = uioheap_map(buf, SZ_64K);
+		ASSERT_NE(NULL, p);
+		p[0] = 1;
+		mt = -1;
+		f = fopen(TRACEFS "trace", "re");
+		ASSERT_NE(NULL, f);
+		while (fgets(line, sizeof(line), f)) {
+			at = strstr(line, " prot=");
+			if (at && sscanf(at, " prot=%llx addr=%llx", &prot, &addr) == 2 &&
+			    addr == (uintptr_t)p)
+				mt = (prot >> 2) & 7;
+		}
+		fclose(f);
+		EXPECT_EQ(want[i], mt) TH_LOG("%s: AttrIndx %d", node[i], mt);
+		munmap(p, SZ_64K);
+		close(buf);
+		close(heap);
+		ASSERT_EQ(0, tracefs_write("trace", ""));
+	}
+	sync_probe_stop();
+}
+
+/*
  * Unbind under live buffers of both nodes: the heaps go, the mappings
  * fault, and since nothing stopped the device, which may still be writing,
  * the pages stay out of the allocator after the last fd lets go: counted
@@ -226,6 +365,41 @@ TEST_F(plat, unbind_keeps_memory_from_the_allocator)
 	node_of(path, sizeof(path), self->uio);
 	why = heap_check(path, SZ_64K);
 	EXPECT_EQ(NULL, why) TH_LOG("%s", why);
+}
+
+/*
+ * A dma-buf a device nothing can stop imported stays with the orphans from
+ * the unbind on: its exporter (here the first node's -cached heap) gets
+ * it back only at release_orphans.  The importer is the second node: the
+ * first one's 1 GiB window makes it refuse imports (ERANGE).
+ */
+TEST_F(plat, unbind_keeps_imports_from_their_exporter)
+{
+	unsigned long long orphaned = read_ull(UIO_HEAP_PARAMS "orphaned_bytes", 0);
+	unsigned long long bytes, bufs;
+	int heap, cached, buf, handle;
+	uint64_t addr;
+
+	heap = uioheap_open(self->snoops_uio);
+	ASSERT_LE(0, heap);
+	cached = uioheap_open(self->cached);
+	ASSERT_LE(0, cached);
+	buf = uioheap_alloc(cached, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, buf);
+	handle = uioheap_import(heap, buf, &addr, NULL);
+	ASSERT_LE(0, handle) TH_LOG("%s", strerror(-handle));
+	close(buf);
+	close(cached);
+	ASSERT_EQ(0, write_str(PDRV "/unbind", self->snoops));
+	EXPECT_EQ(orphaned + SZ_64K, read_ull(UIO_HEAP_PARAMS "orphaned_bytes", 0))
+		TH_LOG("the import is not with the orphans");
+	close(heap);
+	ASSERT_EQ(0, heap_usage(self->cached, &bytes, &bufs));
+	EXPECT_EQ(1, bufs) TH_LOG("the exporter got its buffer back");
+	EXPECT_EQ(0, write_str(UIO_HEAP_PARAMS "release_orphans", "1"));
+	EXPECT_EQ(0, read_ull(UIO_HEAP_PARAMS "orphaned_bytes", ~0ULL));
+	ASSERT_EQ(0, heap_usage(self->cached, &bytes, &bufs));
+	EXPECT_EQ(0, bufs);
 }
 
 TEST_HARNESS_MAIN

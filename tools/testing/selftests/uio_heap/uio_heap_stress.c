@@ -1346,8 +1346,6 @@ static void unplug_loop(struct __test_metadata *_metadata,
 		node_of(self->node, sizeof(self->node), self->uio);
 		why = heap_check(self->node, SZ_64K);
 		ASSERT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
-		why = canary_clean(self->node, 500);
-		EXPECT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
 		ASSERT_EQ(0, heap_usage(self->uio, &bytes, &bufs));
 		EXPECT_EQ(0, bytes);
 		EXPECT_EQ(0, bufs);

@@ -376,27 +376,53 @@ TEST_F(heap, sync_maintains_caches_where_needed)
 	sync_probe_stop();
 }
 
+/*
+ * Allocations of both nodes below a narrowed mask; without an IOMMU each
+ * is its own pages' physical address (read where the pages are ordinary:
+ * -cached): pages beyond the mask, mapped anyway, would be bounced by
+ * swiotlb at an address that looks right.
+ */
 TEST_F(heap, narrow_mask_is_obeyed)
 {
+	const char *iommu = getenv("UIOHEAP_IOMMU");
 	uint64_t addrs[16], mask = edu_narrow_mask();
 	unsigned long long bits;
-	int fds[16], i;
+	int heap[2], fds[16], i, pm;
+	char cached[80];
+	unsigned char *p;
 
 	ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits",
 					 edu_narrow_bits()));
 	ASSERT_EQ(0, uioheap_sysfs_read(self->narrow, "dma_mask_bits", &bits));
 	EXPECT_EQ(edu_narrow_bits(), bits);
 
+	heap[0] = self->narrow_fd;
+	snprintf(cached, sizeof(cached), "%s-cached", self->h.node[0]);
+	heap[1] = open(cached, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, heap[1]) TH_LOG("%s", cached);
+	pm = iommu && !strcmp(iommu, "off") ?
+		open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) : -1;
 	for (i = 0; i < 16; i++) {
-		fds[i] = uioheap_alloc(self->narrow_fd, SZ_64K, O_RDWR | O_CLOEXEC);
+		fds[i] = uioheap_alloc(heap[i & 1], SZ_64K, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fds[i]) TH_LOG("%s", strerror(-fds[i]));
-		addrs[i] = dma_addr_of(_metadata, self->narrow_fd, fds[i]);
+		addrs[i] = dma_addr_of(_metadata, heap[i & 1], fds[i]);
 		EXPECT_LE(addrs[i] + SZ_64K - 1, mask)
 			TH_LOG("buffer %d at %#llx", i,
 			       (unsigned long long)addrs[i]);
+		if (pm < 0 || !(i & 1))
+			continue;
+		p = uioheap_map(fds[i], SZ_64K);
+		ASSERT_NE(NULL, p);
+		p[0] = 1;
+		EXPECT_EQ(addrs[i], pagemap_phys(pm, p))
+			TH_LOG("buffer %d: its address is not its pages'", i);
+		munmap(p, SZ_64K);
 	}
 	for (i = 0; i < 16; i++)
 		close(fds[i]);
+	close(heap[1]);
+	if (pm >= 0)
+		close(pm);
 
 	/* Out-of-range masks are refused and change nothing. */
 	EXPECT_EQ(-EINVAL, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 65));
