@@ -50,6 +50,25 @@ static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
 #include <kunit/visibility.h>
 
 /*
+ * v7.1: dma_buf_attach_ops::move_notify became ::invalidate_mappings, and
+ * optional ("dma-buf: Rename .move_notify() callback to a clearer
+ * identifier", "dma-buf: Make .invalidate_mapping() truly optional").
+ * Having it now tells exporters the importer can revoke its device's access
+ * at once (dma_buf_attach_revocable()), which uio-heap cannot: it pins, and
+ * has none.  Before v7.1 a pinning importer needed one, doing nothing.
+ */
+#ifdef HAVE_DMA_BUF_ATTACH_OPS_INVALIDATE_MAPPINGS
+#define UIO_HEAP_PINNED_ATTACH_OPS	{ }
+#else
+struct dma_buf_attachment;
+static inline void uio_heap_pinned_move_notify(struct dma_buf_attachment *attach)
+{
+}
+
+#define UIO_HEAP_PINNED_ATTACH_OPS	{ .move_notify = uio_heap_pinned_move_notify }
+#endif
+
+/*
  * struct dma_buf_ops::get_dma_addr exists only in kernels carrying
  * uio-heap's dma-buf core patches (drivers/dma-buf/patches/):
  * HAVE_DMA_BUF_OPS_GET_DMA_ADDR is set by the probe when it does.

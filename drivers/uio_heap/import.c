@@ -34,13 +34,8 @@ MODULE_PARM_DESC(import_fence_timeout_ms,
  */
 
 /* The exporter may move this buffer (VRAM): it is pinned while imported. */
-static void uio_heap_import_move_notify(struct dma_buf_attachment *attach)
-{
-}
-
-static const struct dma_buf_attach_ops uio_heap_import_attach_ops = {
-	.move_notify = uio_heap_import_move_notify,
-};
+static const struct dma_buf_attach_ops uio_heap_import_attach_ops =
+	UIO_HEAP_PINNED_ATTACH_OPS;
 
 /*
  * Takes the import away from the device.  uio_heap_iotlb_sync() must follow
