@@ -1,0 +1,202 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# root.sh SUITE: a chroot from Debian's archive holding the newest
+# linux-headers-amd64 of SUITE (e.g. trixie-backports, sid), the gcc that
+# kernel was built with, make and sparse, for tests/kernel/build-in-root.sh.
+#
+# The root is cached as $cache/root-SUITE-KEY, KEY hashing the versions it
+# installs and this script's code: a new upload of one of them makes a new root
+# (and drops the suite's older one), an unchanged archive costs one
+# InRelease check per dist.  Without the archive, or with
+# UIOHEAP_ROOT_OFFLINE=1, the lists of the last run pick the cached root.
+#
+# Prints the root's path; its uio-heap.info says what is in it.
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+suite=${1:?usage: root.sh SUITE (trixie-backports, sid, ...)}
+command -v debootstrap >/dev/null || die "root.sh needs debootstrap (apt-get install debootstrap)"
+
+# The host's own Debian mirrors, from one-line or deb822 sources.
+mirror_of() {
+	local f
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*; do
+		if [ -f "$f" ]; then
+			sed -nE 's/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p; s/^URIs:[[:space:]]*//p' "$f"
+		fi
+	done | tr ' ' '\n' | awk -v d="$1" '$0 ~ "/" d "/?$" && !n++ { sub(/\/$/, ""); print }'
+}
+mirror=${UIOHEAP_MIRROR:-$(mirror_of debian)}
+security=${UIOHEAP_SECURITY_MIRROR:-$(mirror_of debian-security)}
+[ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*"
+keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+
+case $suite in
+sid | unstable)
+	base=sid dists="$mirror sid" ;;
+*-backports)
+	base=${suite%-backports}
+	dists="$mirror $base,$mirror $base-updates,$mirror $suite,$security $base-security" ;;
+*)
+	base=$suite
+	dists="$mirror $suite,$mirror $suite-updates,$security $suite-security" ;;
+esac
+sources=$(tr ',' '\n' <<<"$dists" | sed "s|^|deb [signed-by=$keyring] |; s|\$| main|")
+# An older suite may need sid's sparse source (below): listed always, so
+# that apt keeps its index between runs.
+[ "$base" = sid ] || sources+=$'\n'"deb-src [signed-by=$keyring] $mirror sid main"
+
+# The host's apt, pointed at the suite's lists in a directory of its own:
+# it reads and verifies the archive without touching the host's apt.
+q=$cache/apt-$suite
+mkdir -p "$q/empty" "$q/state/lists/partial" "$q/cache/archives/partial"
+: >"$q/status"
+cat >"$q/apt.conf" <<EOF
+Dir::Etc::Main "$q/empty/none";
+Dir::Etc::Parts "$q/empty";
+Dir::Etc::SourceList "$q/sources.list";
+Dir::Etc::SourceParts "$q/empty";
+Dir::Etc::Preferences "$q/empty/none";
+Dir::Etc::PreferencesParts "$q/empty";
+Dir::State "$q/state";
+Dir::State::status "$q/status";
+Dir::Cache "$q/cache";
+APT::Architecture "amd64";
+APT::Architectures { "amd64"; };
+Acquire::Languages "none";
+Acquire::Retries "1";
+Acquire::http::Timeout "30";
+EOF
+# A dist's Release may be past its Valid-Until on a stale mirror (this
+# host's sid was, by a month): still signed, so still used.
+echo 'Acquire::Check-Valid-Until "false";' >>"$q/apt.conf"
+qapt() { APT_CONFIG=$q/apt.conf "$@"; }
+echo "$sources" >"$q/sources.list"
+
+exec 9>"$cache/.lock-root-$suite"
+flock 9
+if [ -n "${UIOHEAP_ROOT_OFFLINE:-}" ] || ! qapt apt-get -q --error-on=any update >"$q/update.log" 2>&1; then
+	ls "$q/state/lists/"*_InRelease >/dev/null 2>&1 ||
+		{ cat "$q/update.log" >&2 2>/dev/null; die "cannot read $suite from $mirror"; }
+	log "$suite: archive not asked or not reached, using the lists of the last run"
+fi
+
+# The newest headers in any of the suite's dists (backports has the lower
+# pin, so it is never apt's candidate), and the gcc the kernel asks for.
+hver=$(qapt apt-cache madison linux-headers-amd64 | awk -F '|' 'NR == 1 { gsub(/ /, "", $2); print $2 }')
+[ -n "$hver" ] || die "$suite has no linux-headers-amd64"
+depends() { qapt apt-cache show "$1=$2" | sed -n 's/^Depends: //p' | head -n 1 | tr ',' '\n'; }
+flavour=$(depends linux-headers-amd64 "$hver" | sed -n 's/^ *\(linux-headers-[^ ]*-amd64\) .*/\1/p')
+gcc=$(depends "$flavour" "$hver" | sed -n 's/^ *\(gcc-[0-9]*\)-for-host.*/\1/p')
+if [ -z "$flavour" ] || [ -z "$gcc" ]; then
+	die "cannot tell the flavour or gcc of linux-headers-amd64 $hver"
+fi
+candidate() { qapt apt-cache policy "$1" | sed -n 's/^ *Candidate: //p'; }
+# Named with the versions the key hashes; apt brings their dependencies.
+pkgs=("linux-headers-amd64=$hver" "$flavour=$hver")
+for p in "$gcc" make; do
+	pkgs+=("$p=$(candidate "$p")")
+done
+# Under sparse the kernel's headers use __typeof_unqual__, which sparse
+# parses from 0.6.5 on: an older suite gets sid's sparse, built in the root.
+sparse_src=
+if dpkg --compare-versions "$(candidate sparse)" ge 0.6.5~; then
+	pkgs+=("sparse=$(candidate sparse)")
+else
+	sparse_src=$(qapt apt-cache showsrc --only-source sparse | sed -n 's/^Version: //p' | head -n 1)
+	[ -n "$sparse_src" ] || die "no sparse source in sid"
+	pkgs+=("libc6-dev=$(candidate libc6-dev)" "xz-utils=$(candidate xz-utils)")
+fi
+key=$( { echo "${pkgs[*]} $sparse_src"; grep -v '^[[:space:]]*#' "$0"; } | sha256sum | cut -c1-16)
+root=$cache/root-$suite-$key
+krel=${flavour#linux-headers-}
+
+if [ -f "$root/uio-heap.info" ]; then
+	echo "$root"
+	exit 0
+fi
+
+log "$suite: new root for ${pkgs[*]}${sparse_src:+ sparse source $sparse_src}"
+start=$SECONDS
+tmp=$root.tmp
+rm -rf --one-file-system "$tmp"
+trap 'rm -rf --one-file-system "$tmp"' EXIT
+root_path=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin
+# Each in a mount namespace of its own: whatever debootstrap, dpkg or apt
+# mount inside goes away with them, however they end.
+unshare --mount debootstrap --variant=minbase --keyring="$keyring" \
+	"$base" "$tmp" "$mirror" >"$q/debootstrap.log" 2>&1 ||
+	{ tail -n 30 "$q/debootstrap.log" >&2; die "debootstrap $base failed"; }
+in_tmp() { unshare --mount-proc="$tmp/proc" chroot "$tmp" env PATH="$root_path" "$@"; }
+echo "$sources" >"$tmp/etc/apt/sources.list"
+cat >"$tmp/etc/apt/apt.conf.d/90uio-heap" <<-EOF
+Acquire::Check-Valid-Until "false";
+Acquire::Languages "none";
+APT::Install-Recommends "false";
+EOF
+# The lists the key was computed from: the root gets what was keyed.
+cp "$q/state/lists/"*_InRelease "$q/state/lists/"*_Packages "$tmp/var/lib/apt/lists/"
+cp "$q/state/lists/"*_Sources "$tmp/var/lib/apt/lists/" 2>/dev/null || true
+DEBIAN_FRONTEND=noninteractive in_tmp apt-get -q -y install "${pkgs[@]}" \
+	>"$q/install.log" 2>&1 ||
+	{ tail -n 30 "$q/install.log" >&2; die "installing into the $suite root failed"; }
+if [ -n "$sparse_src" ]; then
+	# Upstream's source as Debian ships it, without Debian's patches.
+	in_tmp sh -ec "cd /usr/local/src
+		apt-get -q source --download-only sparse=$sparse_src
+		tar xf sparse_*.orig.tar.*
+		make -s -C sparse-*/ CC=$gcc -j$(nproc) sparse
+		install sparse-*/sparse /usr/local/bin/
+		rm -rf /usr/local/src/*" >"$q/sparse.log" 2>&1 ||
+		{ tail -n 30 "$q/sparse.log" >&2; die "building sparse $sparse_src failed"; }
+fi
+in_tmp apt-get clean
+
+kdir=/usr/src/linux-headers-$krel
+[ "$(cat "$tmp$kdir/include/config/kernel.release")" = "$krel" ] ||
+	die "$kdir is not the tree of $krel"
+# Debian's headers-common lack scripts/checker-valid.sh, which kbuild asks
+# whether sparse is usable, and without it turns C= off: this one asks the
+# same.
+for d in "$tmp"/usr/src/linux-headers-*-common/scripts; do
+	[ -e "$d/checker-valid.sh" ] && continue
+	cat >"$d/checker-valid.sh" <<-'EOF'
+	#!/bin/sh
+	# Written by uio-heap's tests/kernel/root.sh: prints 1 if the checker
+	# "$@" parses __typeof_unqual__ without an error, else 0.
+	command -v "$1" >/dev/null || { echo 0; exit 0; }
+	f=$(mktemp --suffix=.c)
+	trap 'rm -f "$f"' EXIT
+	printf 'int f(const int *p);\nint f(const int *p) { __typeof_unqual__(*p) v = *p; return v; }\n' >"$f"
+	if "$@" "$f" 2>&1 | grep -q error; then echo 0; else echo 1; fi
+	EOF
+	chmod +x "$d/checker-valid.sh"
+done
+# Debian's headers name their compiler in .kernelvariables.
+# shellcheck disable=SC2016
+cc=$(printf 'include %s/.kernelvariables\nall:\n\t@echo $(CC)\n' "$kdir" |
+	in_tmp make -s -f -)
+{
+	echo "suite=$suite"
+	echo "kernel=$krel"
+	echo "kdir=$kdir"
+	echo "cc=$cc"
+	echo "cc_version=$(in_tmp "$cc" --version | head -n 1)"
+	echo "kernel_cc_version=$(sed -n 's/^CONFIG_CC_VERSION_TEXT=//p' "$tmp$kdir/include/config/auto.conf")"
+	echo "sparse=$(in_tmp sparse --version)${sparse_src:+, built from sid source $sparse_src}"
+	echo "packages=${pkgs[*]}"
+	# The archive's state the root was made from, dist by dist.
+	echo "archive=$(awk '/^Codename:/ { c = $2 } /^Date:/ { sub(/^Date: /, ""); printf "%s%s %s", s, c, $0; s = "; " }' \
+		"$q/state/lists/"*_InRelease)"
+} >"$tmp/uio-heap.info"
+mv "$tmp" "$root"
+log "$suite: root made in $((SECONDS - start)) s"
+# One root per suite: the older ones go (the key's 16 hex digits keep a
+# suite's glob off its -backports).
+hex='[0-9a-f][0-9a-f][0-9a-f][0-9a-f]'
+for d in "$cache/root-$suite-"$hex$hex$hex$hex{,.tmp}; do
+	[ "$d" = "$root" ] || [ ! -e "$d" ] || rm -rf --one-file-system "$d"
+done
+echo "$root"
