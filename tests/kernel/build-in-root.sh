@@ -1,0 +1,65 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# build-in-root.sh ROOT OUTDIR: builds the module inside a root made by
+# tests/kernel/root.sh, for the kernel headers there and with the compiler
+# that kernel was built with, as check.sh builds for the stock kernels:
+# once with W=1, once with sparse (C=2).  Fails on a compiler other than
+# the kernel's, a failed build, or any warning.
+#
+# Prints the kernel, the compiler and one line per build; the build trees
+# and their logs end up in OUTDIR/w1 and OUTDIR/sparse (OUTDIR/*.log).
+set -euo pipefail
+# shellcheck source=tests/lib.sh
+. "$(dirname "$0")/../lib.sh"
+
+root=${1:?usage: build-in-root.sh ROOT OUTDIR}
+outdir=${2:?usage: build-in-root.sh ROOT OUTDIR}
+info=$root/uio-heap.info
+[ -f "$info" ] || die "$root is not a root of tests/kernel/root.sh"
+get() { sed -n "s/^$1=//p" "$info"; }
+kdir=$(get kdir) cc=$(get cc)
+
+# /proc (objtool reads it) is mounted in a mount namespace that ends with
+# the command: nothing stays mounted, whatever way the command ends.
+in_root() {
+	unshare --mount-proc="$root/proc" chroot "$root" \
+		env PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin "$@"
+}
+
+work=/tmp/uio-heap-build.$$
+trap 'rm -rf --one-file-system "${root:?}$work"' EXIT
+mkdir -p "$outdir"
+
+# Debian's headers turn kbuild's own compiler check off
+# (DEBIAN_KERNEL_NO_CC_VERSION_CHECK): compare the version texts here.
+cc_version=$(in_root "$cc" --version | head -n 1)
+echo "kernel $(get kernel) ($(get suite): $(get packages))"
+echo "compiler $cc_version"
+echo "sparse $(get sparse)"
+[ "$cc_version" = "$(get kernel_cc_version)" ] ||
+	die "the kernel was built by $(get kernel_cc_version)"
+
+rc=0
+for build in w1:W=1 sparse:C=2; do
+	name=${build%%:*} arg=${build#*:}
+	mkdir -p "$root$work/$name"
+	cp -a "$top/Makefile" "$top/Kbuild" "$top/drivers" "$top/include" \
+		"$top/scripts" "$root$work/$name/"
+	status=
+	in_root make -s -C "$work/$name" KDIR="$kdir" "$arg" >"$outdir/$name.log" 2>&1 ||
+		status=", build failed"
+	# As check.sh: BTF needs the kernel's vmlinux, which headers lack.
+	n=$(grep -v 'Skipping BTF generation' "$outdir/$name.log" | grep -ciE 'warning|error' || true)
+	[ -f "$root$work/$name/drivers/uio_heap/uio_heap.ko" ] || status="${status:-, no uio_heap.ko}"
+	# kbuild's notice that it turned sparse off has neither word.
+	! grep -q 'not available or not up to date' "$outdir/$name.log" || status="$status, sparse did not run"
+	echo "$arg: $n warnings$status"
+	if [ "$n" != 0 ] || [ -n "$status" ]; then
+		grep -v 'Skipping BTF generation' "$outdir/$name.log" | head -n 40
+		rc=1
+	fi
+	rm -rf "${outdir:?}/$name"
+	mv "$root$work/$name" "$outdir/$name"
+done
+exit $rc
