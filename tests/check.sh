@@ -148,6 +148,18 @@ host_checks() {
 		# sparse on a copy, so that the tested module is the plain build
 		build_check "sparse $k C=2" "/lib/modules/$k/build" "$out/sparse-$k" C=2
 	done
+	# Debian's newest kernels, each with its own compiler, in roots made
+	# from the archive (tests/kernel/root.sh): built, not booted.
+	for k in trixie-backports sid; do
+		if ! msg=$("$top/tests/kernel/root.sh" "$k" 2>&1); then
+			tap_line FAIL "root for $k's newest kernel" "$(tail -n 20 <<<"$msg")"
+		elif msg=$("$top/tests/kernel/build-in-root.sh" "$(tail -n 1 <<<"$msg")" \
+				"$out/mod-$k" 2>&1); then
+			tap_line OK "build $k's newest kernel W=1 and C=2 with its gcc: $(head -n 2 <<<"$msg" | paste -sd ' ')"
+		else
+			tap_line FAIL "build $k's newest kernel W=1 and C=2 with its gcc" "$msg"
+		fi
+	done
 	for k in "${kernels[@]}"; do
 		if msg=$("$top/tests/dkms.sh" "$k" 2>&1); then
 			tap_line OK "dkms add/build/install $k"

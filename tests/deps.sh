@@ -15,6 +15,7 @@ pkgs=(
 	debhelper dh-dkms lintian pkgconf adduser
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm device-tree-compiler
 	gcc-i686-linux-gnu libc6-dev-i386-cross
+	debootstrap
 )
 
 missing=()
