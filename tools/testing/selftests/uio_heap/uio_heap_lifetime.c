@@ -238,7 +238,8 @@ TEST_F(dev, unbind_stops_the_devices_dma)
 #if defined(__x86_64__)
 		"intel_flush_iotlb_all";
 #else
-		"arm_smmu_flush_iotlb_all";
+		/* SMMUv2 has an arm_smmu_flush_iotlb_all() too: v3's own callee */
+		"arm_smmu_tlb_inv_context";
 #endif
 	ret = snprintf(events, sizeof(events), "p:uioheap/clear_master pci_clear_master\n");
 	if (flush)
