@@ -149,7 +149,8 @@ done < <(grep '^hidden ' <<<"$facts" || true)
 # suite): an injected failure can hit DMA-API debugging's own allocation,
 # which then disables itself.  A negative DMA test brackets the IOMMU
 # faults it expects with "uioheap: expect-fault begin|end BDF" (common.h):
-# DMAR reports naming that device (bus:dev.fn) are forgiven only there.
+# DMAR reports naming that device (bus:dev.fn; 7.3 adds the PCI domain)
+# are forgiven only there.
 # The module's own allocations that may fail are __GFP_NOWARN, and injected
 # failures print nothing: "page allocation failure" is never intended.
 benign='DMA-API: cacheline tracking ENOMEM, dma-debug disabled'
@@ -169,6 +170,7 @@ else
 			}
 			/DMAR: \[DMA (Read|Write)/ {
 				d = $0; sub(/.*Request device \[/, "", d); sub(/\].*/, "", d)
+				if (d ~ /^[0-9a-f]+:[0-9a-f]+:/) sub(/^[0-9a-f]+:/, "", d)
 				if (inside[d] > 0) next
 			}
 			/DMAR: DRHD: handling fault/ && open > 0 { next }

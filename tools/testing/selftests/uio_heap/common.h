@@ -1244,6 +1244,24 @@ static inline int expect_fault_begin(const char *bdf)
 }
 
 /*
+ * Whether @rec is a DMAR fault report naming @dev (bus:dev.fn): 6.x prints
+ * "Request device [00:11.0]", 7.3 "[0000:00:11.0]".
+ */
+static inline bool dmar_report_names(const char *rec, const char *dev)
+{
+	const char *p = strstr(rec, "Request device [");
+	size_t n = strlen(dev);
+
+	if (!p || !strstr(rec, "DMAR: [DMA "))
+		return false;
+	p += strlen("Request device [");
+	if (!strncmp(p, dev, n) && p[n] == ']')
+		return true;
+	p = strchr(p, ':');
+	return p && !strncmp(p + 1, dev, n) && p[1 + n] == ']';
+}
+
+/*
  * Waits up to @timeout_ms for a DMAR fault report naming @bdf (printed by
  * the fault interrupt, later, and ratelimited), then writes the end marker
  * and closes @kfd.  Whether one came.  The device must have stopped by
@@ -1253,20 +1271,18 @@ static inline bool expect_fault_end(int kfd, const char *bdf, int timeout_ms)
 {
 	const char *dev = strchr(bdf, ':');
 	long long deadline = now_ms() + timeout_ms;
-	char want[64], marker[96], rec[8192];
+	char marker[96], rec[8192];
 	bool seen = false, drained = false;
 	ssize_t n;
 
 	if (kfd < 0)
 		return false;
-	/* The report names bus:dev.fn, without the domain. */
 	dev = dev && strchr(dev + 1, ':') ? dev + 1 : bdf;
-	snprintf(want, sizeof(want), "Request device [%s]", dev);
 	for (;;) {
 		n = read(kfd, rec, sizeof(rec) - 1);
 		if (n > 0) {
 			rec[n] = '\0';
-			if (!seen && strstr(rec, "DMAR: [DMA ") && strstr(rec, want)) {
+			if (!seen && dmar_report_names(rec, dev)) {
 				seen = true;
 				/* The same interrupt may print more records: let it. */
 				deadline = now_ms() + 100;
