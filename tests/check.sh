@@ -29,16 +29,21 @@ log "kernels ${kernels[*]}, linux-source-6.12 $(dpkg-query -W -f='${Version}' li
 #   kselftest suites that have one of them, and one KUnit case; the
 #   others run whole)
 #   UIOHEAP_ARM64_MODES="on nc" (of "off on nc"; "none": no arm64 at all)
-if [ -n "${UIOHEAP_KERNELS:-}" ]; then
-	sel=()
-	for k in "${kernels[@]}"; do
-		for pat in $UIOHEAP_KERNELS; do
-			# shellcheck disable=SC2053
-			[[ $k == $pat ]] && sel+=("$k")
-		done
+# selected KVER: whether UIOHEAP_KERNELS (unset: all) names the kernel.
+selected() {
+	local pat
+	[ -n "${UIOHEAP_KERNELS:-}" ] || return 0
+	for pat in $UIOHEAP_KERNELS; do
+		# shellcheck disable=SC2053
+		[[ $1 == $pat ]] && return 0
 	done
-	kernels=("${sel[@]}")
-fi
+	return 1
+}
+sel=()
+for k in "${kernels[@]}"; do
+	selected "$k" && sel+=("$k")
+done
+kernels=(${sel[@]+"${sel[@]}"})
 narrowed=
 for v in UIOHEAP_KERNELS UIOHEAP_IOMMU_MODES UIOHEAP_DEBUG_IOMMU_MODES \
 	 UIOHEAP_NO_DEBUG_KERNEL UIOHEAP_SUITES UIOHEAP_TESTS UIOHEAP_QUICK UIOHEAP_ARM64_MODES; do
@@ -85,6 +90,27 @@ if [ -n "$arm64_modes" ]; then
 	arm64_kdir=$arm64/usr/src/linux-headers-$arm64_kver
 	arm64_make=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
 	log "arm64: ${arm64##*/}, $(qemu-system-aarch64 --version | head -n 1)"
+fi
+
+# Debian's newest kernels, each in a root of its suite with the gcc it
+# was built with (tests/kernel/root.sh): both are built (host checks), the
+# first also boots in the x86 VMs.  Made before any narrowing: a partial
+# run that does not build them does not boot them either.
+newest_suites=(trixie-backports sid)
+declare -A root_of=()
+newest=
+if [ -z "${UIOHEAP_QUICK:-}" ] || selected "$(sed -n 's/^kernel=//p' \
+		"$cache"/root-"${newest_suites[0]}"-*/uio-heap.info 2>/dev/null | head -n 1)"; then
+	for s in "${newest_suites[@]}"; do
+		root_of[$s]=$("$top/tests/kernel/root.sh" "$s" 2>"$out/root-$s.log") || root_of[$s]=
+	done
+	newest=${root_of[${newest_suites[0]}]}
+fi
+if [ -n "$newest" ]; then
+	newest_kver=$(sed -n 's/^kernel=//p' "$newest/uio-heap.info")
+	newest_ko=$out/mod-${newest_suites[0]}/w1/drivers/uio_heap/uio_heap.ko
+	log "newest kernel: $newest_kver (${newest_suites[0]}, $(sed -n 's/^cc_version=//p' "$newest/uio-heap.info"))"
+	selected "$newest_kver" || newest=
 fi
 
 # The patched debug kernel (tests/kernel/): built once, then cached.
@@ -150,10 +176,10 @@ host_checks() {
 	done
 	# Debian's newest kernels, each with its own compiler, in roots made
 	# from the archive (tests/kernel/root.sh): built, not booted.
-	for k in trixie-backports sid; do
-		if ! msg=$("$top/tests/kernel/root.sh" "$k" 2>&1); then
-			tap_line FAIL "root for $k's newest kernel" "$(tail -n 20 <<<"$msg")"
-		elif msg=$("$top/tests/kernel/build-in-root.sh" "$(tail -n 1 <<<"$msg")" \
+	for k in "${newest_suites[@]}"; do
+		if [ -z "${root_of[$k]}" ]; then
+			tap_line FAIL "root for $k's newest kernel" "$(tail -n 20 "$out/root-$k.log")"
+		elif msg=$("$top/tests/kernel/build-in-root.sh" "${root_of[$k]}" \
 				"$out/mod-$k" 2>&1); then
 			tap_line OK "build $k's newest kernel W=1 and C=2 with its gcc: $(head -n 2 <<<"$msg" | paste -sd ' ')"
 		else
@@ -229,6 +255,9 @@ if [ -n "${UIOHEAP_QUICK:-}" ]; then
 	done
 	[ -n "$debug" ] && build_module "$debug/obj" "$out/mod-debug" >&2
 	[ -n "$arm64" ] && build_module "$arm64_kdir" "$out/mod-arm64" "${arm64_make[@]}" >&2
+	if [ -n "$newest" ]; then
+		"$top/tests/kernel/build-in-root.sh" "$newest" "$out/mod-${newest_suites[0]}" >&2 || true
+	fi
 else
 	log "host checks"
 	host_checks | tee "$tapdir/host.tap" || true
@@ -337,13 +366,15 @@ if [ -n "$debug" ]; then
 fi
 # IOMMU on: Debian's lazy mode (a flush queue), but strict on 6.1, so
 # that the tests see both: an IOVA freed in strict mode is gone at once.
-for k in "${kernels[@]}"; do
+for k in "${kernels[@]}" ${newest:+"$newest_kver"}; do
 	strict=0
 	[ "$(kseries "$k")" != 6.1 ] || strict=1
+	img= ko=$out/mod-$k/drivers/uio_heap/uio_heap.ko
+	[ "$k" != "${newest_kver:-}" ] || img=$newest/image ko=$newest_ko
 	for iommu in ${UIOHEAP_IOMMU_MODES:-off on}; do
-		vm_bg "$k" "$(kseries "$k")-stock-$iommu-x86" "/boot/vmlinuz-$k" "$k" \
-			"/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem,iommu_strict=$strict" \
-			"$out/mod-$k/drivers/uio_heap/uio_heap.ko"
+		vm_bg "$k" "$(kseries "$k")-stock-$iommu-x86" "$img/boot/vmlinuz-$k" "$k" \
+			"$img/lib/modules/$k" "$iommu" "$UIOHEAP_KMODS" "patched=0,vgem=$vgem,iommu_strict=$strict" \
+			"$ko"
 	done
 done
 if [ -n "$arm64" ]; then

@@ -3,7 +3,8 @@
 #
 # root.sh SUITE: a chroot from Debian's archive holding the newest
 # linux-headers-amd64 of SUITE (e.g. trixie-backports, sid), the gcc that
-# kernel was built with, make and sparse, for tests/kernel/build-in-root.sh.
+# kernel was built with, make and sparse, for tests/kernel/build-in-root.sh;
+# and that kernel unpacked in /image (boot/, lib/modules/) for the VMs.
 #
 # The root is cached as $cache/root-SUITE-KEY, KEY hashing the versions it
 # installs and this script's code: a new upload of one of them makes a new root
@@ -152,6 +153,28 @@ if [ -n "$sparse_src" ]; then
 		rm -rf /usr/local/src/*" >"$q/sparse.log" 2>&1 ||
 		{ tail -n 30 "$q/sparse.log" >&2; die "building sparse $sparse_src failed"; }
 fi
+# The kernel itself, for the VMs that boot it (check.sh): unpacked, not
+# installed, so that no initramfs hook runs here.  From 7.x Debian splits
+# it (linux-binary-*, linux-modules-*, linux-base-*) under
+# /usr/lib/modules/KREL; either way /image gets boot/vmlinuz-KREL and
+# lib/modules/KREL.
+image=$(depends linux-image-amd64 "$hver" | sed -n 's/^ *\(linux-image-[^ ]*\) (= \(.*\))$/\1=\2/p')
+[ -n "$image" ] || die "cannot tell the image of linux-image-amd64 $hver"
+parts=("$image")
+while read -r p; do
+	parts+=("$p")
+done < <(depends "${image%%=*}" "${image#*=}" | sed -n "s/^ *\(linux-[a-z]*-$krel\) (= \(.*\))\$/\1=\2/p")
+in_tmp sh -ec "cd /tmp; apt-get -q download ${parts[*]}
+	for d in *.deb; do dpkg-deb -x \$d /image; done; rm -f *.deb" >"$q/image.log" 2>&1 ||
+	{ tail -n 30 "$q/image.log" >&2; die "fetching ${parts[*]} failed"; }
+img=$tmp/image
+mkdir -p "$img/boot" "$img/lib/modules"
+[ ! -d "$img/usr/lib/modules/$krel" ] || mv "$img/usr/lib/modules/$krel" "$img/lib/modules/"
+for f in vmlinuz System.map config; do
+	[ ! -f "$img/lib/modules/$krel/$f" ] || mv "$img/lib/modules/$krel/$f" "$img/boot/$f-$krel"
+done
+[ -f "$img/boot/vmlinuz-$krel" ] || die "no vmlinuz-$krel in ${parts[*]}"
+depmod -b "$img" -F "$img/boot/System.map-$krel" "$krel"
 in_tmp apt-get clean
 
 kdir=/usr/src/linux-headers-$krel
@@ -182,6 +205,7 @@ cc=$(printf 'include %s/.kernelvariables\nall:\n\t@echo $(CC)\n' "$kdir" |
 	echo "suite=$suite"
 	echo "kernel=$krel"
 	echo "kdir=$kdir"
+	echo "image=${parts[*]}"
 	echo "cc=$cc"
 	echo "cc_version=$(in_tmp "$cc" --version | head -n 1)"
 	echo "kernel_cc_version=$(sed -n 's/^CONFIG_CC_VERSION_TEXT=//p' "$tmp$kdir/include/config/auto.conf")"
