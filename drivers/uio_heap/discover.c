@@ -31,7 +31,8 @@ static int uio_heap_add_child(struct device *child, void *data)
 		return 0;
 
 	ret = uio_heap_create(parent, child);
-	if (ret)
+	/* -EOPNOTSUPP: uio_heap_create() has said why. */
+	if (ret && ret != -EOPNOTSUPP)
 		dev_warn(parent, "no DMA heap for %s: %d\n", dev_name(child), ret);
 	return 0;
 }

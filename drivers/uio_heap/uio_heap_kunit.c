@@ -267,6 +267,30 @@ static void uio_heap_test_bounced_device(struct kunit *test)
 }
 #endif
 
+/* uio_pci_generic_sva's devices DMA to process addresses: no heap. */
+static void uio_heap_test_sva_device(struct kunit *test)
+{
+	static struct device_driver sva = { .name = "uio_pci_sva" };
+	struct device_driver *bound;
+	struct device *dma_dev, *uio;
+	int ret;
+
+	dma_dev = kunit_device_register(test, "uio_heap_kunit_sva");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dma_dev));
+	uio = kunit_device_register(test, "kuio_sva");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(uio));
+	/* The KUnit bus binds a device to any of its drivers: name this one. */
+	device_lock(dma_dev);
+	bound = dma_dev->driver;
+	dma_dev->driver = &sva;
+	ret = uio_heap_create(dma_dev, uio);
+	dma_dev->driver = bound;
+	device_unlock(dma_dev);
+	if (!ret)
+		uio_heap_remove_for(dma_dev);
+	KUNIT_EXPECT_EQ(test, -EOPNOTSUPP, ret);
+}
+
 static void uio_heap_test_lifecycle(struct kunit *test)
 {
 	struct uio_heap_kunit *ctx = test->priv;
@@ -757,6 +781,7 @@ static struct kunit_case uio_heap_test_cases[] = {
 #ifdef CONFIG_SWIOTLB
 	KUNIT_CASE(uio_heap_test_bounced_device),
 #endif
+	KUNIT_CASE(uio_heap_test_sva_device),
 	KUNIT_CASE(uio_heap_test_lifecycle),
 	KUNIT_CASE(uio_heap_test_remove_waits_alone),
 	KUNIT_CASE(uio_heap_test_revoke),
