@@ -94,7 +94,7 @@ fi
 
 # Debian's newest kernels, each in a root of its suite with the gcc it
 # was built with (tests/kernel/root.sh): both are built (host checks), the
-# first also boots in the x86 VMs.  Made before any narrowing: a partial
+# first also boots, x86 with the IOMMU off and on, arm64 with the SMMUv3.  Made before any narrowing: a partial
 # run that does not build them does not boot them either.
 newest_suites=(trixie-backports sid)
 declare -A root_of=()
@@ -394,6 +394,15 @@ if [ -n "$arm64" ]; then
 			"$arm64/lib/modules/$arm64_kver" "$iommu" "$UIOHEAP_KMODS" "$gargs" \
 			"$out/mod-arm64/drivers/uio_heap/uio_heap.ko" ${kos[@]+"${kos[@]}"}
 	done
+	# The newest kernel's arm64 flavour from the same root, SMMUv3 on.
+	if [ -n "$newest" ] && [[ " $arm64_modes " == *" on "* ]]; then
+		k=$(sed -n 's/^arm64_kdir=.*linux-headers-//p' "$newest/uio-heap.info")
+		vm_mk=(--busybox "$newest$(sed -n 's/^arm64_busybox=//p' "$newest/uio-heap.info")")
+		vm_run=(--arch arm64)
+		vm_bg "arm64-$k" "$(kseries "$k")-stock-on-arm64" "$newest/image-arm64/boot/vmlinuz-$k" \
+			"$k" "$newest/image-arm64/lib/modules/$k" on "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
+			"$out/mod-${newest_suites[0]}/arm64/drivers/uio_heap/uio_heap.ko"
+	fi
 fi
 wait
 for v in ${started[@]+"${started[@]}"}; do

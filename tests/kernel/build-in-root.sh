@@ -4,11 +4,13 @@
 # build-in-root.sh ROOT OUTDIR: builds the module inside a root made by
 # tests/kernel/root.sh, for the kernel headers there and with the compiler
 # that kernel was built with, as check.sh builds for the stock kernels:
-# once with W=1, once with sparse (C=2).  Fails on a compiler other than
-# the kernel's, a failed build, or any warning.
+# once with W=1, once with sparse (C=2), and for the arm64 flavour with
+# W=1.  Fails on a compiler other than the kernel's, a failed build, or
+# any warning.
 #
-# Prints the kernel, the compiler and one line per build; the build trees
-# and their logs end up in OUTDIR/w1 and OUTDIR/sparse (OUTDIR/*.log).
+# Prints the kernel, the compilers and one line per build; the build trees
+# and their logs end up in OUTDIR/w1, OUTDIR/sparse and OUTDIR/arm64
+# (OUTDIR/*.log).
 set -euo pipefail
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
@@ -18,7 +20,7 @@ outdir=${2:?usage: build-in-root.sh ROOT OUTDIR}
 info=$root/uio-heap.info
 [ -f "$info" ] || die "$root is not a root of tests/kernel/root.sh"
 get() { sed -n "s/^$1=//p" "$info"; }
-kdir=$(get kdir) cc=$(get cc)
+kdir=$(get kdir) cc=$(get cc) arm64_kdir=$(get arm64_kdir)
 
 # /proc (objtool reads it) is mounted in a mount namespace that ends with
 # the command: nothing stays mounted, whatever way the command ends.
@@ -39,22 +41,28 @@ echo "compiler $cc_version"
 echo "sparse $(get sparse)"
 [ "$cc_version" = "$(get kernel_cc_version)" ] ||
 	die "the kernel was built by $(get kernel_cc_version)"
+# Debian cross-builds arm64: its .config names the cross gcc.
+arm64_cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$root$arm64_kdir/.config")
+arm64_cc_version=$(in_root "$arm64_cc" --version | head -n 1)
+echo "arm64 compiler $arm64_cc_version"
+grep -qxF "CONFIG_CC_VERSION_TEXT=\"$arm64_cc_version\"" "$root$arm64_kdir/.config" ||
+	die "the arm64 kernel was not built by $arm64_cc_version"
 
 rc=0
-for build in w1:W=1 sparse:C=2; do
-	name=${build%%:*} arg=${build#*:}
+for build in w1:W=1:$kdir sparse:C=2:$kdir arm64:W=1:$arm64_kdir; do
+	IFS=: read -r name arg bkdir <<<"$build"
 	mkdir -p "$root$work/$name"
 	cp -a "$top/Makefile" "$top/Kbuild" "$top/drivers" "$top/include" \
 		"$top/scripts" "$root$work/$name/"
 	status=
-	in_root make -s -C "$work/$name" KDIR="$kdir" "$arg" >"$outdir/$name.log" 2>&1 ||
+	in_root make -s -C "$work/$name" KDIR="$bkdir" "$arg" >"$outdir/$name.log" 2>&1 ||
 		status=", build failed"
 	# As check.sh: BTF needs the kernel's vmlinux, which headers lack.
 	n=$(grep -v 'Skipping BTF generation' "$outdir/$name.log" | grep -ciE 'warning|error' || true)
 	[ -f "$root$work/$name/drivers/uio_heap/uio_heap.ko" ] || status="${status:-, no uio_heap.ko}"
 	# kbuild's notice that it turned sparse off has neither word.
 	! grep -q 'not available or not up to date' "$outdir/$name.log" || status="$status, sparse did not run"
-	echo "$arg: $n warnings$status"
+	echo "$name ($arg): $n warnings$status"
 	if [ "$n" != 0 ] || [ -n "$status" ]; then
 		grep -v 'Skipping BTF generation' "$outdir/$name.log" | head -n 40
 		rc=1

@@ -65,7 +65,7 @@ Dir::State "$q/state";
 Dir::State::status "$q/status";
 Dir::Cache "$q/cache";
 APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
+APT::Architectures { "amd64"; "arm64"; };
 Acquire::Languages "none";
 Acquire::Retries "1";
 Acquire::http::Timeout "30";
@@ -97,7 +97,8 @@ fi
 candidate() { qapt apt-cache policy "$1" | sed -n 's/^ *Candidate: //p'; }
 # Named with the versions the key hashes; apt brings their dependencies.
 pkgs=("linux-headers-amd64=$hver" "$flavour=$hver")
-for p in "$gcc" make; do
+# The arm64 flavour is cross-built by Debian: its compiler is that cross gcc.
+for p in "$gcc" "$gcc-aarch64-linux-gnu" make; do
 	pkgs+=("$p=$(candidate "$p")")
 done
 # Under sparse the kernel's headers use __typeof_unqual__, which sparse
@@ -136,6 +137,7 @@ cat >"$tmp/etc/apt/apt.conf.d/90uio-heap" <<-EOF
 Acquire::Check-Valid-Until "false";
 Acquire::Languages "none";
 APT::Install-Recommends "false";
+APT::Architectures { "amd64"; "arm64"; };
 EOF
 # The lists the key was computed from: the root gets what was keyed.
 cp "$q/state/lists/"*_InRelease "$q/state/lists/"*_Packages "$tmp/var/lib/apt/lists/"
@@ -153,28 +155,49 @@ if [ -n "$sparse_src" ]; then
 		rm -rf /usr/local/src/*" >"$q/sparse.log" 2>&1 ||
 		{ tail -n 30 "$q/sparse.log" >&2; die "building sparse $sparse_src failed"; }
 fi
-# The kernel itself, for the VMs that boot it (check.sh): unpacked, not
-# installed, so that no initramfs hook runs here.  From 7.x Debian splits
+# unpack_kernel ARCH DIR: the kernel of linux-image-ARCH (same version as
+# the headers) unpacked, not installed, so that no initramfs hook runs:
+# DIR/boot/vmlinuz-KREL and DIR/lib/modules/KREL.  From 7.x Debian splits
 # it (linux-binary-*, linux-modules-*, linux-base-*) under
-# /usr/lib/modules/KREL; either way /image gets boot/vmlinuz-KREL and
-# lib/modules/KREL.
-image=$(depends linux-image-amd64 "$hver" | sed -n 's/^ *\(linux-image-[^ ]*\) (= \(.*\))$/\1=\2/p')
-[ -n "$image" ] || die "cannot tell the image of linux-image-amd64 $hver"
-parts=("$image")
-while read -r p; do
-	parts+=("$p")
-done < <(depends "${image%%=*}" "${image#*=}" | sed -n "s/^ *\(linux-[a-z]*-$krel\) (= \(.*\))\$/\1=\2/p")
-in_tmp sh -ec "cd /tmp; apt-get -q download ${parts[*]}
-	for d in *.deb; do dpkg-deb -x \$d /image; done; rm -f *.deb" >"$q/image.log" 2>&1 ||
-	{ tail -n 30 "$q/image.log" >&2; die "fetching ${parts[*]} failed"; }
-img=$tmp/image
-mkdir -p "$img/boot" "$img/lib/modules"
-[ ! -d "$img/usr/lib/modules/$krel" ] || mv "$img/usr/lib/modules/$krel" "$img/lib/modules/"
-for f in vmlinuz System.map config; do
-	[ ! -f "$img/lib/modules/$krel/$f" ] || mv "$img/lib/modules/$krel/$f" "$img/boot/$f-$krel"
+# /usr/lib/modules/KREL.  Prints the packages.
+unpack_kernel() {
+	local arch=$1 dir=$2 image krel=${krel%-amd64}-$1 f p parts
+	image=$(depends "linux-image-$arch:$arch" "$hver" |
+		sed -n 's/^ *\(linux-image-[^ ]*\) (= \(.*\))$/\1:'"$arch"'=\2/p')
+	[ -n "$image" ] || die "cannot tell the image of linux-image-$arch $hver"
+	parts=("$image")
+	while read -r p; do
+		parts+=("$p")
+	done < <(depends "${image%%=*}" "${image#*=}" |
+		sed -n "s/^ *\(linux-[a-z]*-$krel\) (= \(.*\))\$/\1:$arch=\2/p")
+	in_tmp sh -ec "cd /tmp; apt-get -q download ${parts[*]}
+		for d in *.deb; do dpkg-deb -x \$d /${dir#"$tmp"/}; done; rm -f *.deb" \
+		>>"$q/image.log" 2>&1 ||
+		{ tail -n 30 "$q/image.log" >&2; die "fetching ${parts[*]} failed"; }
+	mkdir -p "$dir/boot" "$dir/lib/modules"
+	[ ! -d "$dir/usr/lib/modules/$krel" ] || mv "$dir/usr/lib/modules/$krel" "$dir/lib/modules/"
+	for f in vmlinuz System.map config; do
+		[ ! -f "$dir/lib/modules/$krel/$f" ] || mv "$dir/lib/modules/$krel/$f" "$dir/boot/$f-$krel"
+	done
+	[ -f "$dir/boot/vmlinuz-$krel" ] || die "no vmlinuz-$krel in ${parts[*]}"
+	depmod -b "$dir" -F "$dir/boot/System.map-$krel" "$krel"
+	echo "${parts[*]}"
+}
+: >"$q/image.log"
+image=$(unpack_kernel amd64 "$tmp/image")
+# arm64: its kernel, an arm64 busybox for its initramfs, and its headers
+# over the amd64 root (their scripts are linux-kbuild's, for the host).
+image_arm64=$(unpack_kernel arm64 "$tmp/image-arm64")
+arm64_krel=${krel%-amd64}-arm64
+in_tmp sh -ec "cd /tmp; apt-get -q download linux-headers-$arm64_krel:arm64=$hver busybox-static:arm64
+	dpkg-deb -x linux-headers-*.deb /; dpkg-deb -x busybox-static_*.deb /image-arm64; rm -f *.deb" \
+	>>"$q/image.log" 2>&1 ||
+	{ tail -n 30 "$q/image.log" >&2; die "fetching the arm64 headers and busybox failed"; }
+busybox_arm64=
+for f in image-arm64/usr/bin/busybox image-arm64/bin/busybox; do
+	[ -z "$busybox_arm64" ] && [ -x "$tmp/$f" ] && busybox_arm64=$f
 done
-[ -f "$img/boot/vmlinuz-$krel" ] || die "no vmlinuz-$krel in ${parts[*]}"
-depmod -b "$img" -F "$img/boot/System.map-$krel" "$krel"
+[ -n "$busybox_arm64" ] || die "no arm64 busybox"
 in_tmp apt-get clean
 
 kdir=/usr/src/linux-headers-$krel
@@ -205,7 +228,10 @@ cc=$(printf 'include %s/.kernelvariables\nall:\n\t@echo $(CC)\n' "$kdir" |
 	echo "suite=$suite"
 	echo "kernel=$krel"
 	echo "kdir=$kdir"
-	echo "image=${parts[*]}"
+	echo "image=$image"
+	echo "arm64_kdir=/usr/src/linux-headers-$arm64_krel"
+	echo "arm64_image=$image_arm64"
+	echo "arm64_busybox=/$busybox_arm64"
 	echo "cc=$cc"
 	echo "cc_version=$(in_tmp "$cc" --version | head -n 1)"
 	echo "kernel_cc_version=$(sed -n 's/^CONFIG_CC_VERSION_TEXT=//p' "$tmp$kdir/include/config/auto.conf")"
