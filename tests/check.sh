@@ -3,9 +3,11 @@
 #
 # make check: everything CI runs.  Installs what it needs from Debian's
 # archive, checks style, builds the module warning-free for each stock
-# Debian kernel, and runs the selftests in QEMU on each kernel with the
-# IOMMU off and on: x86 q35, and arm64 virt (tests/arm64/) with its SMMU
-# off and on and as a board with non-coherent and device-tree DMA masters.
+# Debian kernel and the newest of trixie-backports and sid, and runs the
+# selftests in QEMU on each stock kernel and the newest of trixie-backports
+# with the IOMMU off and on: x86 q35, and arm64 virt (tests/arm64/) with
+# its SMMU off and on and as a board with non-coherent and device-tree DMA
+# masters.
 # Prints every TAP stream and one closing line.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
