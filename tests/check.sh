@@ -182,7 +182,7 @@ host_checks() {
 		if [ -z "${root_of[$k]}" ]; then
 			tap_line FAIL "root for $k's newest kernel" "$(tail -n 20 "$out/root-$k.log")"
 		elif msg=$("$top/tests/kernel/build-in-root.sh" "${root_of[$k]}" \
-				"$out/mod-$k" 2>&1); then
+				"$out/mod-$k" $([ "$k" != "${newest_suites[0]}" ] || echo --arm64) 2>&1); then
 			tap_line OK "build $k's newest kernel W=1 and C=2 with its gcc: $(head -n 2 <<<"$msg" | paste -sd ' ')"
 		else
 			tap_line FAIL "build $k's newest kernel W=1 and C=2 with its gcc" "$msg"
@@ -258,7 +258,7 @@ if [ -n "${UIOHEAP_QUICK:-}" ]; then
 	[ -n "$debug" ] && build_module "$debug/obj" "$out/mod-debug" >&2
 	[ -n "$arm64" ] && build_module "$arm64_kdir" "$out/mod-arm64" "${arm64_make[@]}" >&2
 	if [ -n "$newest" ]; then
-		"$top/tests/kernel/build-in-root.sh" "$newest" "$out/mod-${newest_suites[0]}" >&2 || true
+		"$top/tests/kernel/build-in-root.sh" "$newest" "$out/mod-${newest_suites[0]}" --arm64 >&2 || true
 	fi
 else
 	log "host checks"

@@ -1,12 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# build-in-root.sh ROOT OUTDIR: builds the module inside a root made by
-# tests/kernel/root.sh, for the kernel headers there and with the compiler
-# that kernel was built with, as check.sh builds for the stock kernels:
-# once with W=1, once with sparse (C=2), and for the arm64 flavour with
-# W=1.  Fails on a compiler other than the kernel's, a failed build, or
-# any warning.
+# build-in-root.sh ROOT OUTDIR [--arm64]: builds the module inside a root
+# made by tests/kernel/root.sh, for the kernel headers there and with the
+# compiler that kernel was built with, as check.sh builds for the stock
+# kernels: once with W=1, once with sparse (C=2), and with --arm64 for the
+# arm64 flavour with W=1 (sid's cross gcc may lag its kernel's).  Fails on
+# a compiler other than the kernel's, a failed build, or any warning.
 #
 # Prints the kernel, the compilers and one line per build; the build trees
 # and their logs end up in OUTDIR/w1, OUTDIR/sparse and OUTDIR/arm64
@@ -15,8 +15,9 @@ set -euo pipefail
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
-root=${1:?usage: build-in-root.sh ROOT OUTDIR}
-outdir=${2:?usage: build-in-root.sh ROOT OUTDIR}
+root=${1:?usage: build-in-root.sh ROOT OUTDIR [--arm64]}
+outdir=${2:?usage: build-in-root.sh ROOT OUTDIR [--arm64]}
+arm64=${3:-}
 info=$root/uio-heap.info
 [ -f "$info" ] || die "$root is not a root of tests/kernel/root.sh"
 get() { sed -n "s/^$1=//p" "$info"; }
@@ -41,15 +42,19 @@ echo "compiler $cc_version"
 echo "sparse $(get sparse)"
 [ "$cc_version" = "$(get kernel_cc_version)" ] ||
 	die "the kernel was built by $(get kernel_cc_version)"
-# Debian cross-builds arm64: its .config names the cross gcc.
-arm64_cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$root$arm64_kdir/.config")
-arm64_cc_version=$(in_root "$arm64_cc" --version | head -n 1)
-echo "arm64 compiler $arm64_cc_version"
-grep -qxF "CONFIG_CC_VERSION_TEXT=\"$arm64_cc_version\"" "$root$arm64_kdir/.config" ||
-	die "the arm64 kernel was not built by $arm64_cc_version"
+builds="w1:W=1:$kdir sparse:C=2:$kdir"
+if [ "$arm64" = --arm64 ]; then
+	# Debian cross-builds arm64: its .config names the cross gcc.
+	arm64_cc=$(sed -n 's/^CONFIG_CC_VERSION_TEXT="\([^ ]*\) .*/\1/p' "$root$arm64_kdir/.config")
+	arm64_cc_version=$(in_root "$arm64_cc" --version | head -n 1)
+	echo "arm64 compiler $arm64_cc_version"
+	grep -qxF "CONFIG_CC_VERSION_TEXT=\"$arm64_cc_version\"" "$root$arm64_kdir/.config" ||
+		die "the arm64 kernel was not built by $arm64_cc_version"
+	builds="$builds arm64:W=1:$arm64_kdir"
+fi
 
 rc=0
-for build in w1:W=1:$kdir sparse:C=2:$kdir arm64:W=1:$arm64_kdir; do
+for build in $builds; do
 	IFS=: read -r name arg bkdir <<<"$build"
 	mkdir -p "$root$work/$name"
 	cp -a "$top/Makefile" "$top/Kbuild" "$top/drivers" "$top/include" \
