@@ -613,8 +613,8 @@ put_heap:
  *
  * Context: process context, the device lock of @dma_dev held.
  * Return: 0 if the heaps exist (also when they existed already), or an
- * errno; -EOPNOTSUPP where memory encryption is active, swiotlb bounces
- * all of @dma_dev's DMA, or @dma_dev DMAs to process virtual addresses.
+ * errno; -EOPNOTSUPP where memory encryption is active or swiotlb
+ * bounces all of @dma_dev's DMA.
  */
 int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 {
@@ -631,10 +631,6 @@ int uio_heap_create(struct device *dma_dev, struct device *uio_dev)
 	}
 	if (uio_heap_dma_bounced(dma_dev)) {
 		dev_err(dma_dev, "all DMA of this device is bounced through swiotlb: no DMA heap\n");
-		return -EOPNOTSUPP;
-	}
-	if (uio_heap_dma_shares_mm(dma_dev)) {
-		dev_info(dma_dev, "DMA to process addresses (SVA): no DMA heap\n");
 		return -EOPNOTSUPP;
 	}
 

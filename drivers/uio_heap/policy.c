@@ -164,22 +164,6 @@ bool uio_heap_dma_bounced(struct device *dev)
 }
 
 /**
- * uio_heap_dma_shares_mm() - does a device DMA to its user's virtual addresses
- * @dev:	the UIO device's parent
- *
- * uio_pci_generic_sva (v6.19) binds the opener's address space to its
- * device through a PASID, after detaching the device from the domain
- * that heap buffers would be mapped in: an address from a heap would not
- * mean what the device is told it means.
- *
- * Return: true if @dev is driven that way.
- */
-bool uio_heap_dma_shares_mm(struct device *dev)
-{
-	return dev->driver && !strcmp(dev->driver->name, "uio_pci_sva");
-}
-
-/**
  * uio_heap_dma_range() - check that a device reaches a mapped table as one range
  * @dev:	the device the table was mapped for
  * @sgt:	the mapped table

@@ -199,7 +199,6 @@ const char *uio_heap_revoke_mode(struct device *dev);
 bool uio_heap_dma_stop(struct device *dev);
 u64 uio_heap_dma_limit(struct device *dev);
 bool uio_heap_dma_bounced(struct device *dev);
-bool uio_heap_dma_shares_mm(struct device *dev);
 dma_addr_t uio_heap_direct_addr(struct device *dev, phys_addr_t phys,
 				size_t size);
 int uio_heap_dma_range(struct device *dev, struct sg_table *sgt, size_t size,

@@ -267,28 +267,35 @@ static void uio_heap_test_bounced_device(struct kunit *test)
 }
 #endif
 
-/* uio_pci_generic_sva's devices DMA to process addresses: no heap. */
+/*
+ * A device uio_pci_generic_sva binds gets its heaps like any other: its
+ * requests without a PASID still go through the DMA domain they map in.
+ */
 static void uio_heap_test_sva_device(struct kunit *test)
 {
-	static struct device_driver sva = { .name = "uio_pci_sva" };
-	struct device_driver *bound;
+	struct device_driver *sva;
 	struct device *dma_dev, *uio;
+	struct uio_heap *heap;
 	int ret;
 
 	dma_dev = kunit_device_register(test, "uio_heap_kunit_sva");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(dma_dev));
 	uio = kunit_device_register(test, "kuio_sva");
 	KUNIT_ASSERT_FALSE(test, IS_ERR(uio));
-	/* The KUnit bus binds a device to any of its drivers: name this one. */
+	sva = kunit_driver_create(test, "uio_pci_sva");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(sva));
+	/* The KUnit bus binds a device to its first driver: move it. */
+	device_release_driver(dma_dev);
+	KUNIT_ASSERT_EQ(test, 0, device_driver_attach(sva, dma_dev));
 	device_lock(dma_dev);
-	bound = dma_dev->driver;
-	dma_dev->driver = &sva;
 	ret = uio_heap_create(dma_dev, uio);
-	dma_dev->driver = bound;
 	device_unlock(dma_dev);
-	if (!ret)
-		uio_heap_remove_for(dma_dev);
-	KUNIT_EXPECT_EQ(test, -EOPNOTSUPP, ret);
+	KUNIT_ASSERT_EQ(test, 0, ret);
+	heap = uio_heap_lookup(uio, true);
+	KUNIT_EXPECT_NOT_NULL(test, heap);
+	if (heap)
+		put_device(&heap->dev);
+	uio_heap_remove_for(dma_dev);
 }
 
 static void uio_heap_test_lifecycle(struct kunit *test)
