@@ -32,7 +32,8 @@ in_root() {
 
 work=/tmp/uio-heap-build.$$
 trap 'rm -rf --one-file-system "${root:?}$work"' EXIT
-mkdir -p "$outdir"
+# Nothing of an earlier run may pass for this one's.
+rm -rf "${outdir:?}" && mkdir -p "$outdir"
 
 # Debian's headers turn kbuild's own compiler check off
 # (DEBIAN_KERNEL_NO_CC_VERSION_CHECK): compare the version texts here.

@@ -14,6 +14,8 @@
 #
 # Prints the root's path; its uio-heap.info says what is in it.
 set -euo pipefail
+# Also inside $(...): unpack_kernel's steps stop it.
+shopt -s inherit_errexit
 # shellcheck source=tests/lib.sh
 . "$(dirname "$0")/../lib.sh"
 
@@ -111,7 +113,9 @@ else
 	[ -n "$sparse_src" ] || die "no sparse source in sid"
 	pkgs+=("libc6-dev=$(candidate libc6-dev)" "xz-utils=$(candidate xz-utils)")
 fi
-key=$( { echo "${pkgs[*]} $sparse_src"; grep -v '^[[:space:]]*#' "$0"; } | sha256sum | cut -c1-16)
+busybox_arm64_ver=$(qapt apt-cache policy busybox-static:arm64 | sed -n 's/^ *Candidate: //p')
+key=$( { echo "${pkgs[*]} $sparse_src busybox-static:arm64=$busybox_arm64_ver"; grep -v '^[[:space:]]*#' "$0"; } |
+	sha256sum | cut -c1-16)
 root=$cache/root-$suite-$key
 krel=${flavour#linux-headers-}
 
@@ -161,7 +165,8 @@ fi
 # it (linux-binary-*, linux-modules-*, linux-base-*) under
 # /usr/lib/modules/KREL.  Prints the packages.
 unpack_kernel() {
-	local arch=$1 dir=$2 image krel=${krel%-amd64}-$1 f p parts
+	local arch=$1 dir=$2 image f p parts
+	local krel=${krel%-amd64}-$arch	# the global krel, for ARCH
 	image=$(depends "linux-image-$arch:$arch" "$hver" |
 		sed -n 's/^ *\(linux-image-[^ ]*\) (= \(.*\))$/\1:'"$arch"'=\2/p')
 	[ -n "$image" ] || die "cannot tell the image of linux-image-$arch $hver"
@@ -189,7 +194,7 @@ image=$(unpack_kernel amd64 "$tmp/image")
 # over the amd64 root (their scripts are linux-kbuild's, for the host).
 image_arm64=$(unpack_kernel arm64 "$tmp/image-arm64")
 arm64_krel=${krel%-amd64}-arm64
-in_tmp sh -ec "cd /tmp; apt-get -q download linux-headers-$arm64_krel:arm64=$hver busybox-static:arm64
+in_tmp sh -ec "cd /tmp; apt-get -q download linux-headers-$arm64_krel:arm64=$hver busybox-static:arm64=$busybox_arm64_ver
 	dpkg-deb -x linux-headers-*.deb /; dpkg-deb -x busybox-static_*.deb /image-arm64; rm -f *.deb" \
 	>>"$q/image.log" 2>&1 ||
 	{ tail -n 30 "$q/image.log" >&2; die "fetching the arm64 headers and busybox failed"; }
