@@ -170,6 +170,16 @@ host_checks() {
 	msg=$(cd "$ksrc" && git apply --check "$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1) &&
 		tap_line OK "dma-buf patches apply to linux-source-6.12" ||
 		tap_line FAIL "dma-buf patches apply to linux-source-6.12" "$msg"
+	# And to the newest kernel's source, checkpatch from that tree.
+	if [ -n "${root_of[${newest_suites[0]}]:-}" ]; then
+		k=${root_of[${newest_suites[0]}]}
+		k=$k$(sed -n 's/^source=//p' "$k/uio-heap.info")
+		msg=$(cd "$k" && git apply --check "$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1 &&
+			perl scripts/checkpatch.pl --strict --quiet --no-summary \
+			"$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1) &&
+			tap_line OK "dma-buf patches apply to ${k##*/} and pass its checkpatch --strict" ||
+			tap_line FAIL "dma-buf patches apply to ${k##*/} and pass its checkpatch --strict" "$msg"
+	fi
 
 	grep -q "^PACKAGE_VERSION=\"$(cat "$top/VERSION")\"$" "$top/dkms.conf" &&
 		tap_line OK "dkms.conf version matches VERSION" ||

@@ -4,7 +4,8 @@
 # root.sh SUITE: a chroot from Debian's archive holding the newest
 # linux-headers-amd64 of SUITE (e.g. trixie-backports, sid), the gcc that
 # kernel was built with, make and sparse, for tests/kernel/build-in-root.sh;
-# and that kernel unpacked in /image (boot/, lib/modules/) for the VMs.
+# that kernel unpacked in /image (boot/, lib/modules/) for the VMs, its
+# arm64 flavour in /image-arm64 with its headers, and its linux-source.
 #
 # The root is cached as $cache/root-SUITE-KEY, KEY hashing the versions it
 # installs and this script's code: a new upload of one of them makes a new root
@@ -203,6 +204,14 @@ for f in image-arm64/usr/bin/busybox image-arm64/bin/busybox; do
 	[ -z "$busybox_arm64" ] && [ -x "$tmp/$f" ] && busybox_arm64=$f
 done
 [ -n "$busybox_arm64" ] || die "no arm64 busybox"
+# The kernel's source, the base check.sh applies the dma-buf core patch to
+# (with that tree's checkpatch.pl).
+series=$(sed -E 's/^([0-9]+\.[0-9]+).*/\1/' <<<"$krel")
+in_tmp sh -ec "cd /tmp; apt-get -q download linux-source-$series=$hver
+	dpkg-deb --fsys-tarfile linux-source-*.deb | tar -xO ./usr/src/linux-source-$series.tar.xz |
+		tar -C /usr/src -xJf -; rm -f *.deb" >>"$q/image.log" 2>&1 ||
+	{ tail -n 30 "$q/image.log" >&2; die "fetching linux-source-$series $hver failed"; }
+[ -f "$tmp/usr/src/linux-source-$series/scripts/checkpatch.pl" ] || die "no linux-source-$series tree"
 in_tmp apt-get clean
 
 kdir=/usr/src/linux-headers-$krel
@@ -237,6 +246,8 @@ cc=$(printf 'include %s/.kernelvariables\nall:\n\t@echo $(CC)\n' "$kdir" |
 	echo "arm64_kdir=/usr/src/linux-headers-$arm64_krel"
 	echo "arm64_image=$image_arm64"
 	echo "arm64_busybox=/$busybox_arm64"
+	echo "source=/usr/src/linux-source-$series"
+	echo "source_version=$hver"
 	echo "cc=$cc"
 	echo "cc_version=$(in_tmp "$cc" --version | head -n 1)"
 	echo "kernel_cc_version=$(sed -n 's/^CONFIG_CC_VERSION_TEXT=//p' "$tmp$kdir/include/config/auto.conf")"
