@@ -101,7 +101,7 @@ candidate() { qapt apt-cache policy "$1" | sed -n 's/^ *Candidate: //p'; }
 # Named with the versions the key hashes; apt brings their dependencies.
 pkgs=("linux-headers-amd64=$hver" "$flavour=$hver")
 # The arm64 flavour is cross-built by Debian: its compiler is that cross gcc.
-for p in "$gcc" "$gcc-aarch64-linux-gnu" make; do
+for p in "$gcc" "$gcc-aarch64-linux-gnu" make xz-utils; do
 	pkgs+=("$p=$(candidate "$p")")
 done
 # Under sparse the kernel's headers use __typeof_unqual__, which sparse
@@ -112,7 +112,7 @@ if dpkg --compare-versions "$(candidate sparse)" ge 0.6.5~; then
 else
 	sparse_src=$(qapt apt-cache showsrc --only-source sparse | sed -n 's/^Version: //p' | head -n 1)
 	[ -n "$sparse_src" ] || die "no sparse source in sid"
-	pkgs+=("libc6-dev=$(candidate libc6-dev)" "xz-utils=$(candidate xz-utils)")
+	pkgs+=("libc6-dev=$(candidate libc6-dev)")
 fi
 busybox_arm64_ver=$(qapt apt-cache policy busybox-static:arm64 | sed -n 's/^ *Candidate: //p')
 key=$( { echo "${pkgs[*]} $sparse_src busybox-static:arm64=$busybox_arm64_ver"; grep -v '^[[:space:]]*#' "$0"; } |
