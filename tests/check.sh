@@ -113,9 +113,9 @@ for s in ${roots[@]+"${roots[@]}"}; do
 done
 newest=${root_of[${newest_suites[0]}]:-}
 if [ -n "$newest" ]; then
-	newest_kver=$(sed -n 's/^kernel=//p' "$newest/uio-heap.info")
+	newest_kver=$(root_info "$newest" kernel)
 	newest_ko=$out/mod-${newest_suites[0]}/w1/drivers/uio_heap/uio_heap.ko
-	log "newest kernel: $newest_kver (${newest_suites[0]}, $(sed -n 's/^cc_version=//p' "$newest/uio-heap.info"))"
+	log "newest kernel: $newest_kver (${newest_suites[0]}, $(root_info "$newest" cc_version))"
 	selected "$newest_kver" || newest=
 fi
 
@@ -173,7 +173,7 @@ host_checks() {
 	# And to the newest kernel's source, checkpatch from that tree.
 	if [ -n "${root_of[${newest_suites[0]}]:-}" ]; then
 		k=${root_of[${newest_suites[0]}]}
-		k=$k$(sed -n 's/^source=//p' "$k/uio-heap.info")
+		k=$k$(root_info "$k" source)
 		msg=$(cd "$k" && git apply --check "$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1 &&
 			perl scripts/checkpatch.pl --strict --quiet --no-summary \
 			"$top"/drivers/dma-buf/patches/000[1-9]-*.patch 2>&1) &&
@@ -412,8 +412,8 @@ if [ -n "$arm64" ]; then
 	done
 	# The newest kernel's arm64 flavour from the same root, SMMUv3 on.
 	if [ -n "$newest" ] && [[ " $arm64_modes " == *" on "* ]]; then
-		k=$(sed -n 's/^arm64_kdir=.*linux-headers-//p' "$newest/uio-heap.info")
-		vm_mk=(--busybox "$newest$(sed -n 's/^arm64_busybox=//p' "$newest/uio-heap.info")")
+		k=$(root_info "$newest" arm64_kdir) k=${k##*/linux-headers-}
+		vm_mk=(--busybox "$newest$(root_info "$newest" arm64_busybox)")
 		vm_run=(--arch arm64)
 		vm_bg "arm64-$k" "$(kseries "$k")-stock-on-arm64" "$newest/image-arm64/boot/vmlinuz-$k" \
 			"$k" "$newest/image-arm64/lib/modules/$k" on "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \

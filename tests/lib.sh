@@ -23,6 +23,9 @@ source_files() {
 log() { printf '== %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# root_info ROOT KEY: what tests/kernel/root.sh recorded of its root.
+root_info() { sed -n "s/^$2=//p" "$1/uio-heap.info"; }
+
 # The release of the kernel a Debian metapackage points at.
 kver_of() {
 	dpkg-query -W -f='${Depends}' "$1" 2>/dev/null |

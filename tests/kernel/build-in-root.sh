@@ -18,10 +18,9 @@ set -euo pipefail
 root=${1:?usage: build-in-root.sh ROOT OUTDIR [--arm64]}
 outdir=${2:?usage: build-in-root.sh ROOT OUTDIR [--arm64]}
 arm64=${3:-}
-info=$root/uio-heap.info
-[ -f "$info" ] || die "$root is not a root of tests/kernel/root.sh"
-get() { sed -n "s/^$1=//p" "$info"; }
-kdir=$(get kdir) cc=$(get cc) arm64_kdir=$(get arm64_kdir)
+[ -f "$root/uio-heap.info" ] || die "$root is not a root of tests/kernel/root.sh"
+kdir=$(root_info "$root" kdir) cc=$(root_info "$root" cc)
+arm64_kdir=$(root_info "$root" arm64_kdir)
 
 # /proc (objtool reads it) is mounted in a mount namespace that ends with
 # the command: nothing stays mounted, whatever way the command ends.
@@ -38,11 +37,11 @@ rm -rf "${outdir:?}" && mkdir -p "$outdir"
 # Debian's headers turn kbuild's own compiler check off
 # (DEBIAN_KERNEL_NO_CC_VERSION_CHECK): compare the version texts here.
 cc_version=$(in_root "$cc" --version | head -n 1)
-echo "kernel $(get kernel) ($(get suite): $(get packages))"
+echo "kernel $(root_info "$root" kernel) ($(root_info "$root" suite): $(root_info "$root" packages))"
 echo "compiler $cc_version"
-echo "sparse $(get sparse)"
-[ "$cc_version" = "$(get kernel_cc_version)" ] ||
-	die "the kernel was built by $(get kernel_cc_version)"
+echo "sparse $(root_info "$root" sparse)"
+[ "$cc_version" = "$(root_info "$root" kernel_cc_version)" ] ||
+	die "the kernel was built by $(root_info "$root" kernel_cc_version)"
 builds="w1:W=1:$kdir sparse:C=2:$kdir"
 if [ "$arm64" = --arm64 ]; then
 	# Debian cross-builds arm64: its .config names the cross gcc.

@@ -377,6 +377,35 @@ TEST_F(heap, sync_maintains_caches_where_needed)
 }
 
 /*
+ * A 64 KiB buffer of @heap whose address ends at or below @mask; with a
+ * pagemap fd @pm (no IOMMU, a -cached heap), the address of its pages.
+ */
+static int alloc_below(struct __test_metadata *_metadata, int heap,
+		       uint64_t mask, int pm)
+{
+	uint64_t addr;
+	unsigned char *p;
+	int fd;
+
+	fd = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd) TH_LOG("mask %#llx: %s", (unsigned long long)mask,
+				strerror(-fd));
+	addr = dma_addr_of(_metadata, heap, fd);
+	EXPECT_LE(addr + SZ_64K - 1, mask)
+		TH_LOG("buffer at %#llx", (unsigned long long)addr);
+	if (pm >= 0) {
+		p = uioheap_map(fd, SZ_64K);
+		ASSERT_NE(NULL, p);
+		p[0] = 1;
+		EXPECT_EQ(addr, pagemap_phys(pm, p))
+			TH_LOG("buffer at %#llx: not its pages' address",
+			       (unsigned long long)addr);
+		munmap(p, SZ_64K);
+	}
+	return fd;
+}
+
+/*
  * Allocations of both nodes below a narrowed mask; without an IOMMU each
  * is its own pages' physical address (read where the pages are ordinary:
  * -cached): pages beyond the mask, mapped anyway, would be bounced by
@@ -386,11 +415,9 @@ TEST_F(heap, sync_maintains_caches_where_needed)
 TEST_F(heap, narrow_mask_is_obeyed)
 {
 	const char *iommu = getenv("UIOHEAP_IOMMU");
-	uint64_t addrs[16], mask = edu_narrow_mask();
 	unsigned long long bits;
 	int heap[2], fds[16], i, pm;
 	char cached[80];
-	unsigned char *p;
 
 	ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits",
 					 edu_narrow_bits()));
@@ -403,38 +430,16 @@ TEST_F(heap, narrow_mask_is_obeyed)
 	ASSERT_LE(0, heap[1]) TH_LOG("%s", cached);
 	pm = iommu && !strcmp(iommu, "off") ?
 		open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC) : -1;
-	for (i = 0; i < 16; i++) {
-		fds[i] = uioheap_alloc(heap[i & 1], SZ_64K, O_RDWR | O_CLOEXEC);
-		ASSERT_LE(0, fds[i]) TH_LOG("%s", strerror(-fds[i]));
-		addrs[i] = dma_addr_of(_metadata, heap[i & 1], fds[i]);
-		EXPECT_LE(addrs[i] + SZ_64K - 1, mask)
-			TH_LOG("buffer %d at %#llx", i,
-			       (unsigned long long)addrs[i]);
-		if (pm < 0 || !(i & 1))
-			continue;
-		p = uioheap_map(fds[i], SZ_64K);
-		ASSERT_NE(NULL, p);
-		p[0] = 1;
-		EXPECT_EQ(addrs[i], pagemap_phys(pm, p))
-			TH_LOG("buffer %d: its address is not its pages'", i);
-		munmap(p, SZ_64K);
-	}
+	for (i = 0; i < 16; i++)
+		fds[i] = alloc_below(_metadata, heap[i & 1], edu_narrow_mask(),
+				     i & 1 ? pm : -1);
 	for (i = 0; i < 16; i++)
 		close(fds[i]);
 #ifdef __x86_64__
 	if (pm >= 0) {
 		ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits", 24));
-		for (i = 0; i < 4; i++) {
-			fds[i] = uioheap_alloc(heap[1], SZ_64K, O_RDWR | O_CLOEXEC);
-			ASSERT_LE(0, fds[i]) TH_LOG("24 bits: %s", strerror(-fds[i]));
-			addrs[i] = dma_addr_of(_metadata, heap[1], fds[i]);
-			p = uioheap_map(fds[i], SZ_64K);
-			ASSERT_NE(NULL, p);
-			p[0] = 1;
-			EXPECT_EQ(addrs[i], pagemap_phys(pm, p));
-			EXPECT_GT(1ULL << 24, addrs[i] + SZ_64K - 1);
-			munmap(p, SZ_64K);
-		}
+		for (i = 0; i < 4; i++)
+			fds[i] = alloc_below(_metadata, heap[1], (1ULL << 24) - 1, pm);
 		for (i = 0; i < 4; i++)
 			close(fds[i]);
 		ASSERT_EQ(0, uioheap_sysfs_write(self->narrow, "dma_mask_bits",
