@@ -120,7 +120,6 @@ unlock:
 static int uio_heap_import_map(struct uio_heap_import *imp)
 {
 	struct uio_heap *heap = imp->heap;
-	int ret;
 
 	/*
 	 * Without an IOMMU, pages the device does not reach would be bounced,
@@ -150,14 +149,7 @@ static int uio_heap_import_map(struct uio_heap_import *imp)
 		dma_buf_detach(imp->dmabuf, imp->attach);
 		return PTR_ERR(imp->sgt);
 	}
-
-	ret = uio_heap_dma_range(heap->dma_dev, imp->sgt, imp->size,
-				 &imp->dma_addr);
-	if (ret) {
-		uio_heap_import_unmap_sync(imp);
-		uio_heap_import_release(imp);
-	}
-	return ret;
+	return 0;
 }
 
 /*
@@ -240,6 +232,10 @@ int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg)
 	ret = uio_heap_import_map(imp);
 	if (ret)
 		goto unaccount;
+	ret = uio_heap_dma_range(heap->dma_dev, imp->sgt, imp->size,
+				 &imp->dma_addr);
+	if (ret)
+		goto unmap;
 
 	/* Complete before the handle is visible: another thread may release it. */
 	arg->dma_addr = imp->dma_addr;
@@ -254,19 +250,21 @@ int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg)
 	 */
 	ret = xa_alloc_cyclic(&hf->imports, &handle, imp, xa_limit_31b,
 			      &hf->next_handle, GFP_KERNEL_ACCOUNT);
-	if (ret < 0) {
-		spin_lock(&heap->lock);
-		list_del(&imp->node);
-		spin_unlock(&heap->lock);
-		uio_heap_import_unmap_sync(imp);
-		uio_heap_import_release(imp);
-		goto unaccount;
-	}
+	if (ret < 0)
+		goto unlist;
 	up_read(&heap->sem);
 
 	arg->handle = handle;
 	return 0;
 
+unlist:
+	spin_lock(&heap->lock);
+	list_del(&imp->node);
+	spin_unlock(&heap->lock);
+unmap:
+	/* Flushed before the exporter may move or free what the device saw. */
+	uio_heap_import_unmap_sync(imp);
+	uio_heap_import_release(imp);
 unaccount:
 	uio_heap_uncharge(heap, imp->size, true);
 unlock:

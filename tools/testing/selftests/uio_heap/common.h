@@ -883,6 +883,21 @@ static inline void edu_heaps_restore(const struct edu_heaps *h)
 	}
 }
 
+/*
+ * Narrow heap 0 to its edu's DMA engine, as its driver would, and lift the
+ * low-zone budget (uio_heap_test checks it) so that memory below the mask
+ * running out shows as -ENOMEM.  edu_heaps_restore() puts both back.
+ */
+static inline void edu_heaps_narrow(struct __test_metadata *_metadata,
+				    struct edu_heaps *h)
+{
+	ASSERT_EQ(0, write_str(UIO_HEAP_PARAMS "low_zone_max_bytes",
+			       "1099511627776"));
+	ASSERT_EQ(0, uioheap_sysfs_write(h->uio[0], "dma_mask_bits",
+					 edu_narrow_bits()));
+	h->mask[0] = edu_narrow_mask();
+}
+
 /* A kselftest fixture @name with the heaps of both edus: n is 2. */
 #define EDU_HEAPS_FIELDS						\
 	struct edu_heaps h;						\

@@ -834,6 +834,7 @@ TEST_F_TIMEOUT(fuzz, ioctl_and_mmap, 900)
 	sh->max_calls = SHORT_LONG(20000, 100000);
 	sh->ms = SHORT_LONG(120000, 600000);
 	memcpy(sh->node, self->node, sizeof(sh->node));
+	edu_heaps_narrow(_metadata, &self->h);
 	memcpy(sh->mask, self->mask, sizeof(sh->mask));
 	for (h = 0; h < self->n; h++)
 		ASSERT_EQ(0, heap_usage(self->uio[h], &bytes[h], &bufs[h]));

@@ -245,6 +245,7 @@ TEST_F_TIMEOUT(heaps, concurrent_alloc_map_free, 300)
 	first_error_init(&sh->err, true);
 	sh->seed = run_seed("UIOHEAP_SEED");
 	sh->threads = SHORT_LONG(3, 4);
+	edu_heaps_narrow(_metadata, &self->h);
 	memcpy(sh->node, self->node, sizeof(sh->node));
 	memcpy(sh->mask, self->mask, sizeof(sh->mask));
 	for (h = 0; h < self->n; h++)
@@ -553,22 +554,39 @@ static const char *inject_buffer_ok(int heap, int fd, size_t len)
 	return why;
 }
 
-/* fail-nth: fault k = 1, 2, ... of one allocation, until it has no k-th; the faults hit. */
+/*
+ * fail-nth: fault k = 1, 2, ... of one allocation (@exp < 0) or of one
+ * import of the dma-buf @exp by a fresh heap fd (whose first handle takes
+ * an xarray node), until the call has no k-th fault; the faults hit.  A
+ * failure is ENOMEM, and one that came after the import was mapped
+ * flushed the IOTLB in the ioctl (@probed: the kprobes "unmap" and
+ * "iotlb_flush" are on; behind a lazy IOMMU only uio-heap flushes there).
+ * Adds the failures after a mapping to @unmapped.
+ */
 static long inject_nth(struct __test_metadata *_metadata, FIXTURE_DATA(inject) *self, int h,
-		       int heap, size_t len)
+		       int heap, size_t len, int exp, bool probed, long *unmapped)
 {
+	uint64_t addr = 0, size = 0;
 	char val[32], num[16];
 	const char *why;
 	unsigned int k;
-	int fd;
+	int fd, hfd;
 
 	for (k = 1; k <= 500; k++) {
+		hfd = exp < 0 ? heap : open(self->node[h], O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, hfd);
+		ASSERT_EQ(0, probed ? tracefs_write("trace", "") : 0);
 		snprintf(num, sizeof(num), "%u", k);
 		ASSERT_EQ((ssize_t)strlen(num), pwrite(self->nth, num, strlen(num), 0));
-		fd = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
+		fd = exp < 0 ? uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC) :
+			       uioheap_import(hfd, exp, &addr, &size);
 		ASSERT_LT(0, pread(self->nth, val, sizeof(val) - 1, 0));
 		pwrite(self->nth, "0", 1, 0);
-		if (fd >= 0) {
+		if (fd >= 0 && exp >= 0) {
+			EXPECT_TRUE(size == len && !(addr & (PAGE_SZ - 1)))
+				TH_LOG("%s, import, fault %u: %#llx+%#llx", self->node[h], k,
+				       (unsigned long long)addr, (unsigned long long)size);
+		} else if (fd >= 0) {
 			why = inject_buffer_ok(heap, fd, len);
 			EXPECT_EQ(NULL, why) TH_LOG("%s, %zu bytes, fault %u: %s", self->node[h],
 						    len, k, why);
@@ -576,7 +594,15 @@ static long inject_nth(struct __test_metadata *_metadata, FIXTURE_DATA(inject) *
 		} else {
 			EXPECT_EQ(-ENOMEM, fd) TH_LOG("%s, %zu bytes, fault %u: %s", self->node[h],
 						      len, k, strerror(-fd));
+			if (probed && trace_count(" unmap:") > 0) {
+				EXPECT_LE(1, trace_count(" iotlb_flush:"))
+					TH_LOG("%s, import, fault %u: unmapped, not flushed",
+					       self->node[h], k);
+				(*unmapped)++;
+			}
 		}
+		if (exp >= 0)
+			close(hfd);
 		/* Not consumed: the ioctl has fewer fault points. */
 		if (atoi(val)) {
 			EXPECT_LE(0, fd);
@@ -609,7 +635,8 @@ TEST_F_TIMEOUT(inject, alloc_failures_are_clean, 600)
 		ASSERT_EQ(0, inject_arm(i, "0", "-1"));
 	for (h = 0; self->nth >= 0 && h < self->n; h++) {
 		for (s = 0; s < ARRAY_SIZE(nth_sizes); s++)
-			nth_hits += inject_nth(_metadata, self, h, heap[h], nth_sizes[s]);
+			nth_hits += inject_nth(_metadata, self, h, heap[h], nth_sizes[s],
+					       -1, false, NULL);
 		ASSERT_EQ(0, heap_usage(self->uio[h], &b, &n));
 		EXPECT_EQ(bytes[h], b) TH_LOG("%s after fail-nth", self->uio[h]);
 		EXPECT_EQ(bufs[h], n);
@@ -657,6 +684,55 @@ TEST_F_TIMEOUT(inject, alloc_failures_are_clean, 600)
 		close(heap[h]);
 	}
 	summary("faults_injected=%lld", (long long)injected + nth_hits);
+}
+
+/*
+ * An import that fails after its mapping (its handle: fail-nth; a range the
+ * device cannot use) takes it away from the device and, behind an IOMMU,
+ * flushes the IOTLB before the exporter gets the buffer back; any failure
+ * leaves nothing charged.  The buffer imported is the other edu's.
+ */
+TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
+{
+	unsigned long long bytes[2], bufs[2], b, n;
+	long hits = 0, unmapped = 0;
+	char mode[16], path[96];
+	bool probed[2];
+	int h, heap, exp;
+
+	ASSERT_LE(0, self->nth) TH_LOG("no /proc/thread-self/fail-nth");
+	for (h = 0; h < self->n; h++) {
+		ASSERT_EQ(0, heap_usage(self->uio[h], &bytes[h], &bufs[h]));
+		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/iommu", self->uio[h]);
+		ASSERT_LT(0, read_str(path, mode, sizeof(mode)));
+		probed[h] = !strncmp(mode, "dma", 3);
+	}
+	if (probed[0] || probed[1])
+		ASSERT_EQ(0, kprobes_start("p:uioheap/unmap iommu_dma_unmap_sg\n"
+					   "p:uioheap/iotlb_flush intel_flush_iotlb_all\n"));
+	for (h = 0; h < self->n; h++) {
+		heap = open(self->node[!h], O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, heap);
+		exp = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, exp);
+		ASSERT_EQ(0, inject_arm(0, "0", "-1"));
+		ASSERT_EQ(0, inject_arm(1, "0", "-1"));
+		hits += inject_nth(_metadata, self, h, -1, SZ_64K, exp, probed[h], &unmapped);
+		inject_disarm(self);
+		close(exp);
+		close(heap);
+	}
+	sync_probe_stop();
+	EXPECT_LT(0, hits);
+	if (probed[0] || probed[1])
+		EXPECT_LT(0, unmapped) TH_LOG("no import failed after its mapping");
+	for (h = 0; h < self->n; h++) {
+		ASSERT_EQ(0, heap_usage(self->uio[h], &b, &n));
+		EXPECT_EQ(bytes[h], b) TH_LOG("%s: %llu bytes, was %llu", self->uio[h], b,
+					      bytes[h]);
+		EXPECT_EQ(bufs[h], n);
+	}
+	summary("import_faults_injected=%ld import_failures_after_mapping=%ld", hits, unmapped);
 }
 
 /*

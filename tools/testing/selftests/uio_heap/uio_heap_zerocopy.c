@@ -40,10 +40,7 @@ FIXTURE_SETUP(zc)
 	int i;
 
 	EDU_HEAPS_SETUP(self);
-	/* What the narrow edu's driver knows and the kernel cannot. */
-	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[0], "dma_mask_bits",
-					 edu_narrow_bits()));
-	self->mask[0] = edu_narrow_mask();
+	edu_heaps_narrow(_metadata, &self->h);
 	for (i = 0; i < 2; i++) {
 		snprintf(self->name[i], sizeof(self->name[i]), "%s%s",
 			 self->uio[i], variant->cached ? "-cached" : "");
