@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <linux/pci_regs.h>
 
 #include "edu.h"
 
@@ -29,10 +32,7 @@
 #define EDU_IRQ_DMA		0x100
 #define EDU_BUF_BASE		0x40000
 
-#define PCI_COMMAND		0x04
-#define PCI_COMMAND_MEMORY	0x02
-#define PCI_COMMAND_MASTER	0x04
-#define PCI_COMMAND_INTX_DISABLE 0x400
+#define EDU_BAR_SIZE		(1u << 20)
 
 static uint32_t edu_read32(struct edu *edu, unsigned int reg)
 {
@@ -49,69 +49,20 @@ static void edu_write64(struct edu *edu, unsigned int reg, uint64_t val)
 	*(volatile uint64_t *)(edu->bar + reg) = val;
 }
 
-static int read_hex(const char *path, unsigned int *val)
-{
-	FILE *f = fopen(path, "re");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fscanf(f, "%x", val) == 1 ? 0 : -EIO;
-	fclose(f);
-	return ret;
-}
-
-int uio_pci_name(const char *uio_name, char *pci, size_t size)
-{
-	char link[PATH_MAX], path[128];
-	const char *base;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/sys/class/uio/%s/device", uio_name);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return -errno;
-	link[n] = '\0';
-	base = strrchr(link, '/');
-	base = base ? base + 1 : link;
-	if (strlen(base) >= size)
-		return -ENAMETOOLONG;
-	memcpy(pci, base, strlen(base) + 1);
-	return 0;
-}
-
 static int edu_pci_name(const char *uio_name, char *pci, size_t size)
 {
 	unsigned int vendor, device;
-	char path[128];
 
-	if (uio_pci_name(uio_name, pci, size))
-		return -ENODEV;
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", pci);
-	if (read_hex(path, &vendor))
-		return -ENODEV;
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/device", pci);
-	if (read_hex(path, &device))
+	if (uio_pci_name(uio_name, pci, size) ||
+	    uio_pci_attr(pci, "vendor", &vendor) ||
+	    uio_pci_attr(pci, "device", &device))
 		return -ENODEV;
 	return vendor == 0x1234 && device == 0x11e8 ? 0 : -ENODEV;
-}
-
-static int edu_enable_master(struct edu *edu)
-{
-	uint16_t cmd;
-
-	if (pread(edu->cfg_fd, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return -EIO;
-	cmd |= PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER;
-	if (pwrite(edu->cfg_fd, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return -EIO;
-	return 0;
 }
 
 int edu_open(struct edu *edu, const char *uio_name)
 {
 	char path[128];
-	void *bar;
 	int ret;
 
 	memset(edu, 0, sizeof(*edu));
@@ -125,30 +76,23 @@ int edu_open(struct edu *edu, const char *uio_name)
 	if (ret)
 		return ret;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", edu->pci);
-	edu->cfg_fd = open(path, O_RDWR | O_CLOEXEC);
-	if (edu->cfg_fd < 0)
-		goto fail_errno;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0",
-		 edu->pci);
-	ret = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
-	if (ret < 0)
-		goto fail_errno;
-	edu->bar_len = 1 << 20;
-	bar = mmap(NULL, edu->bar_len, PROT_READ | PROT_WRITE, MAP_SHARED, ret,
-		   0);
-	close(ret);
-	if (bar == MAP_FAILED)
-		goto fail_errno;
-	edu->bar = bar;
+	edu->cfg_fd = uio_pci_config_open(edu->pci);
+	if (edu->cfg_fd < 0) {
+		ret = edu->cfg_fd;
+		goto fail;
+	}
+	ret = uio_pci_map_bar(edu->pci, 0, EDU_BAR_SIZE, &edu->bar,
+			      &edu->bar_len);
+	if (ret)
+		goto fail;
 
 	snprintf(path, sizeof(path), "/dev/%s", uio_name);
 	edu->uio_fd = open(path, O_RDWR | O_CLOEXEC);
 	if (edu->uio_fd < 0)
 		goto fail_errno;
 
-	ret = edu_enable_master(edu);
+	ret = uio_pci_command(edu->cfg_fd,
+			      PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER, 0);
 	if (ret)
 		goto fail;
 	return 0;
@@ -207,14 +151,7 @@ int edu_find(char names[][16], int max)
  */
 static int edu_irq_unmask(struct edu *edu)
 {
-	uint16_t cmd;
-
-	if (pread(edu->cfg_fd, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return -EIO;
-	cmd &= ~PCI_COMMAND_INTX_DISABLE;
-	if (pwrite(edu->cfg_fd, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return -EIO;
-	return 0;
+	return uio_pci_command(edu->cfg_fd, 0, PCI_COMMAND_INTX_DISABLE);
 }
 
 static int edu_irq_wait(struct edu *edu, int timeout_ms)

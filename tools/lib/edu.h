@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pci.h"
+
 #define EDU_BUF_SIZE	4096u
 
 struct edu {
@@ -30,12 +32,6 @@ struct edu {
  */
 int edu_open(struct edu *edu, const char *uio_name);
 void edu_close(struct edu *edu);
-
-/*
- * The name of the device behind UIO device @uio_name (its PCI address for
- * a PCI device) into @pci.  Returns 0, -ENAMETOOLONG, or -errno.
- */
-int uio_pci_name(const char *uio_name, char *pci, size_t size);
 
 /* Finds the UIO names of edu devices; returns how many (up to @max). */
 int edu_find(char names[][16], int max);

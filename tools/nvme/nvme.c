@@ -6,22 +6,21 @@
  * commands, shutdown.  The NVMe base specification names every register
  * and field used here; the comments say why each step is taken.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/dma-buf.h>
+#include <linux/pci_regs.h>
 
+#include "lib/pci.h"
 #include "lib/uioheap.h"
 #include "nvme.h"
 
@@ -79,9 +78,6 @@
 #define DEFAULT_IO_DEPTH 256
 #define CMD_TIMEOUT_MS	30000
 
-#define PCI_COMMAND		0x04
-#define PCI_COMMAND_MEMORY	0x02
-#define PCI_COMMAND_MASTER	0x04
 #define PCI_CLASS_NVME		0x010802	/* mass storage, NVM, NVMe */
 
 _Static_assert(sizeof(struct nvme_sqe) == 64, "SQ entry is 64 bytes");
@@ -186,43 +182,23 @@ static int wait_csts(struct nvme_ctrl *c, uint32_t mask, uint32_t want,
 	}
 }
 
-/* ---- the PCI device: which one, its config space, its BAR ---- */
+/* ---- the PCI device: which one, its config space, its BAR (sysfs: lib/pci.h) ---- */
 
-static int read_sysfs_hex(const char *path, unsigned int *val)
-{
-	FILE *f = fopen(path, "re");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fscanf(f, "%x", val) == 1 ? 0 : -EIO;
-	fclose(f);
-	return ret;
-}
-
-/* The PCI address of UIO device c->uio: the last part of its parent link. */
+/* The PCI address of UIO device c->uio, which must be an NVMe controller. */
 static int find_pci(struct nvme_ctrl *c)
 {
-	char path[PATH_MAX], link[PATH_MAX];
 	unsigned int class;
-	const char *base;
-	ssize_t n;
+	int ret;
 
-	snprintf(path, sizeof(path), "/sys/class/uio/%s/device", c->uio);
-	n = readlink(path, link, sizeof(link) - 1);
-	if (n < 0)
-		return fail(c, -ENODEV, "%s: no such UIO device (%s: %s)",
-			    c->uio, path, strerror(errno));
-	link[n] = '\0';
-	base = strrchr(link, '/');
-	base = base ? base + 1 : link;
-	if (strlen(base) >= sizeof(c->pci))
-		return fail(c, -ENODEV, "%s: odd parent name %s", c->uio, base);
-	memcpy(c->pci, base, strlen(base) + 1);
+	ret = uio_pci_name(c->uio, c->pci, sizeof(c->pci));
+	if (ret == -ENAMETOOLONG)
+		return fail(c, -ENODEV, "%s: odd parent name", c->uio);
+	if (ret)
+		return fail(c, -ENODEV, "%s: no such UIO device (/sys/class/uio/%s/device: %s)",
+			    c->uio, c->uio, strerror(-ret));
 
 	/* NVMe is a PCI class: mass storage, non-volatile memory, NVMe. */
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/class", c->pci);
-	if (read_sysfs_hex(path, &class))
+	if (uio_pci_attr(c->pci, "class", &class))
 		return fail(c, -ENODEV, "%s: parent %s is not a PCI device",
 			    c->uio, c->pci);
 	if (class != PCI_CLASS_NVME)
@@ -234,47 +210,32 @@ static int find_pci(struct nvme_ctrl *c)
 
 static int pci_command(struct nvme_ctrl *c, uint16_t set)
 {
-	uint16_t cmd;
-
-	if (pread(c->cfg_fd, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return fail(c, -EIO, "%s: cannot read PCI config space", c->pci);
-	cmd |= set;
-	if (pwrite(c->cfg_fd, &cmd, sizeof(cmd), PCI_COMMAND) != sizeof(cmd))
-		return fail(c, -EIO, "%s: cannot write PCI config space", c->pci);
+	if (uio_pci_command(c->cfg_fd, set, 0))
+		return fail(c, -EIO, "%s: cannot read or write PCI config space",
+			    c->pci);
 	return 0;
 }
 
-/*
- * uio_pci_generic gives no UIO maps; the PCI core's resource0 file maps
- * BAR0 for root.  O_SYNC: the mapping must be uncached.
- */
+/* uio_pci_generic gives no UIO maps: BAR0 through the PCI core's files. */
 static int map_bar(struct nvme_ctrl *c)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	void *bar;
-	int fd;
+	int ret;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", c->pci);
-	c->cfg_fd = open(path, O_RDWR | O_CLOEXEC);
-	if (c->cfg_fd < 0)
-		return fail(c, -errno, "%s: %s", path, strerror(errno));
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0", c->pci);
-	fd = open(path, O_RDWR | O_SYNC | O_CLOEXEC);
-	if (fd < 0)
-		return fail(c, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) || st.st_size < NVME_REG_DBS + 8) {
-		close(fd);
-		return fail(c, -ENODEV, "%s: BAR0 too small for an NVMe controller",
-			    c->pci);
+	c->cfg_fd = uio_pci_config_open(c->pci);
+	if (c->cfg_fd < 0) {
+		ret = c->cfg_fd;
+		c->cfg_fd = -1;
+		return fail(c, ret, "/sys/bus/pci/devices/%s/config: %s",
+			    c->pci, strerror(-ret));
 	}
-	bar = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	close(fd);
-	if (bar == MAP_FAILED)
-		return fail(c, -errno, "mmap %s: %s", path, strerror(errno));
-	c->bar = bar;
-	c->bar_len = st.st_size;
+	ret = uio_pci_map_bar(c->pci, 0, NVME_REG_DBS + 8, &c->bar,
+			      &c->bar_len);
+	if (ret == -ENODEV)
+		return fail(c, ret, "%s: BAR0 too small for an NVMe controller",
+			    c->pci);
+	if (ret)
+		return fail(c, ret, "/sys/bus/pci/devices/%s/resource0: %s",
+			    c->pci, strerror(-ret));
 	return 0;
 }
 
