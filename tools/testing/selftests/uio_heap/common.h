@@ -1,19 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The uio_heap selftests' one helper library.  Include it after
- * kselftest_harness.h.
- *
- * The VM bench gives each guest two edu devices bound to uio_pci_generic
- * and says which is which: UIOHEAP_EDU28 is the PCI address of the one
- * with the narrow DMA engine (UIOHEAP_EDU_BITS wide: 28, or 32 on arm64
- * without an SMMU, where no RAM lies below 1 GiB), UIOHEAP_EDU64 (first
- * word) of a 64-bit one.
- * Heaps are found from those addresses; a missing one is a failure, never
- * a skip.  Index 0 of every pair below is the narrow edu, 1 the wide one.
- *
- * The helpers that return what failed, rather than asserting, are the
- * ones worker threads and forked children use: they report() to the
- * test's main thread, which asserts.
+ * The uio_heap selftests' helpers; include after kselftest_harness.h.  The VM bench names two edus
+ * bound to uio_pci_generic: UIOHEAP_EDU28 the narrow one (UIOHEAP_EDU_BITS wide: 28, or 32 on arm64
+ * without an SMMU), the first word of UIOHEAP_EDU64 a 64-bit one.  Index 0 of each pair is the
+ * narrow edu.  Helpers that return what failed, not assert, are for threads and children.
  */
 #ifndef UIO_HEAP_SELFTEST_COMMON_H
 #define UIO_HEAP_SELFTEST_COMMON_H
@@ -67,10 +57,7 @@ static inline bool path_exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/*
- * Writes @text to a sysfs, debugfs or tracefs file, truncating as the
- * shell's > does (which clears tracefs's kprobe_events): 0 or -errno.
- */
+/* Writes @text, truncating as the shell's > does (clears kprobe_events): 0 or -errno. */
 static inline int write_str(const char *path, const char *text)
 {
 	ssize_t n, len = strlen(text);
@@ -102,8 +89,7 @@ static inline int read_str(const char *path, char *buf, size_t size)
 }
 
 /* One unsigned decimal from a file (sysfs, procfs), or @fallback. */
-static inline unsigned long long read_ull(const char *path,
-					  unsigned long long fallback)
+static inline unsigned long long read_ull(const char *path, unsigned long long fallback)
 {
 	unsigned long long v;
 	char buf[32], *end;
@@ -113,6 +99,21 @@ static inline unsigned long long read_ull(const char *path,
 	errno = 0;
 	v = strtoull(buf, &end, 10);
 	return *end || errno ? fallback : v;
+}
+
+/* Attribute @attr of heap @uio as text (the "iommu" mode): length or -errno. */
+static inline int heap_attr(const char *uio, const char *attr, char *buf, size_t size)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/%s", uio, attr);
+	return read_str(path, buf, size);
+}
+
+/* Memory of revoked buffers that still waits for its last user. */
+static inline unsigned long long revoked_bytes(void)
+{
+	return read_ull(UIO_HEAP_PARAMS "revoked_bytes", 0);
 }
 
 static inline long long now_ms(void)
@@ -131,24 +132,23 @@ static inline void sleep_ms(long ms)
 		;
 }
 
+/* Polls @cond every 5 ms for up to @ms: the elapsed ms, or -1. */
+#define WAIT_MS(cond, ms) ({						\
+	long long start_ = now_ms();					\
+	bool done_;							\
+									\
+	while (!(done_ = (cond)) && now_ms() - start_ <= (ms))		\
+		usleep(5000);						\
+	done_ ? now_ms() - start_ : -1;					\
+})
+
 /* Waits up to @ms for @path to exist (@want) or not; elapsed ms or -1. */
 static inline long long wait_path(const char *path, bool want, int ms)
 {
-	long long start = now_ms();
-
-	while (path_exists(path) != want) {
-		if (now_ms() - start > ms)
-			return -1;
-		usleep(5000);
-	}
-	return now_ms() - start;
+	return WAIT_MS(path_exists(path) == want, ms);
 }
 
-/*
- * What the VM bench says about the kernel under test: 1 or 0 from the
- * environment variable @name, -1 if unset (the caller fails: a test that
- * is not told what to expect cannot tell a regression from a skip).
- */
+/* 1 or 0 from the VM bench's @name, -1 if unset (fail: a skip would hide a regression). */
 static inline int env_bool(const char *name)
 {
 	const char *v = getenv(name);
@@ -187,10 +187,6 @@ static inline uint64_t prng_below(struct prng *r, uint64_t n)
 	return prng_next(r) % n;
 }
 
-/*
- * One seed per run, picked before the harness forks the first test, so
- * that every test of a run derives from it and one variable replays it.
- */
 /* @len bytes (a multiple of 8) of the sequence @seed starts. */
 static inline void prng_fill(unsigned char *p, size_t len, uint64_t seed)
 {
@@ -202,7 +198,6 @@ static inline void prng_fill(unsigned char *p, size_t len, uint64_t seed)
 		((uint64_t *)p)[i] = prng_next(&r);
 }
 
-/* Does @p hold what prng_fill() with @seed wrote? */
 static inline bool prng_holds(const unsigned char *p, size_t len, uint64_t seed)
 {
 	unsigned char *want = malloc(len);
@@ -214,7 +209,6 @@ static inline bool prng_holds(const unsigned char *p, size_t len, uint64_t seed)
 	return same;
 }
 
-/* Every one of @len bytes at @p is @byte. */
 static inline bool is_filled(const void *p, size_t len, unsigned char byte)
 {
 	const unsigned char *c = p;
@@ -232,6 +226,7 @@ static inline int wait_exit(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* Picked before the harness forks the first test: one seed per run replays it all. */
 static uint64_t clock_seed;
 
 static void __attribute__((constructor)) clock_seed_init(void)
@@ -268,23 +263,12 @@ static inline void summary(const char *fmt, ...)
 	fflush(stdout);
 }
 
-/*
- * Probing memory that may be revoked, from any thread: the handler jumps
- * back into the thread that faulted, if that thread armed it.  A fault
- * outside a probe kills the process, as it should.
- */
+/* Probes of revocable memory: the handler jumps back into the faulting thread if armed. */
 static __thread sigjmp_buf *volatile probe_tls_env;
 
-static inline void probe_barrier(void)
-{
-	__asm__ __volatile__("" ::: "memory");
-}
-
 /*
- * Runs the statement @access with this thread's probe armed and evaluates
- * to 0, or to the signal that cut it short.  A macro because sigsetjmp()
- * has to run in the frame that makes the access; what @access changes and
- * the caller reads after a signal must be volatile.
+ * Runs @access with the probe armed (a macro: sigsetjmp() must run in its frame): 0 or
+ * the signal.  What @access changes and the caller reads after a signal must be volatile.
  */
 #define PROBE(access) ({						\
 	sigjmp_buf probe_env_;						\
@@ -293,9 +277,9 @@ static inline void probe_barrier(void)
 	probe_sig_ = sigsetjmp(probe_env_, 1);				\
 	if (!probe_sig_) {						\
 		probe_tls_env = &probe_env_;				\
-		probe_barrier();					\
+		__asm__ __volatile__("" ::: "memory");			\
 		access;							\
-		probe_barrier();					\
+		__asm__ __volatile__("" ::: "memory");			\
 	}								\
 	probe_tls_env = NULL;						\
 	probe_sig_;							\
@@ -321,12 +305,8 @@ static void __attribute__((constructor)) probe_install(void)
 	sigaction(SIGSEGV, &sa, NULL);
 }
 
-/*
- * Touches one byte in every page of [p, p + len): writes @val if @write,
- * else reads.  Returns 0, or the signal (SIGBUS, SIGSEGV) that stopped it.
- */
-static inline int probe_pages(volatile unsigned char *p, size_t len,
-			      bool write, unsigned char val)
+/* Reads, or writes @val to, a byte of each page of [p, p + len): 0 or the signal. */
+static inline int probe_pages(volatile unsigned char *p, size_t len, bool write, unsigned char val)
 {
 	volatile size_t off = 0;
 
@@ -349,11 +329,8 @@ static inline int probe_read64(volatile uint64_t *p, uint64_t *val)
 }
 
 /*
- * Page signatures: the first word of page i of buffer @id holds
- * id << 20 | i.  Writes (@write) or checks the pages [first, first + n)
- * of a mapping at @p that starts at page @first.  Returns 0, the signal
- * that hit, or -1 on a mismatch; *@at is the page it stopped at and
- * *@seen what was there.
+ * Writes (@write) or checks id << 20 | i in the first word of pages [first, first + n)
+ * of a mapping at @p from page @first: 0, the signal, or -1 (*@at: where, *@seen: what).
  */
 static inline int sig_pages(volatile unsigned char *p, size_t first, size_t n,
 			    uint64_t id, bool write, size_t *at, uint64_t *seen)
@@ -448,16 +425,12 @@ static inline int edu_narrow_bits(void)
 	return env ? atoi(env) : 28;
 }
 
-/* The narrow edu's DMA mask. */
 static inline uint64_t edu_narrow_mask(void)
 {
 	return (1ULL << edu_narrow_bits()) - 1;
 }
 
-/*
- * The PCI address of the narrow (@narrow) or the wide edu, from
- * UIOHEAP_EDU28 and the first word of UIOHEAP_EDU64.  0 or -ENOENT.
- */
+/* The PCI address of the narrow (@narrow) or the wide edu: 0 or -ENOENT. */
 static inline int edu_pci(bool narrow, char *pci, size_t size)
 {
 	const char *env = getenv(narrow ? "UIOHEAP_EDU28" : "UIOHEAP_EDU64");
@@ -473,7 +446,7 @@ static inline int edu_pci(bool narrow, char *pci, size_t size)
 	return 0;
 }
 
-/* The UIO name of PCI device @pci, from its sysfs directory. */
+/* The UIO name of PCI (or else platform) device @pci, from sysfs. */
 static inline int uio_of_pci(const char *pci, char *uio, size_t size)
 {
 	char path[160];
@@ -483,39 +456,40 @@ static inline int uio_of_pci(const char *pci, char *uio, size_t size)
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", pci);
 	dir = opendir(path);
+	if (!dir) {
+		snprintf(path, sizeof(path), "/sys/bus/platform/devices/%s/uio", pci);
+		dir = opendir(path);
+	}
 	if (!dir)
 		return -errno;
-	while ((de = readdir(dir))) {
-		if (strncmp(de->d_name, "uio", 3) || strlen(de->d_name) >= size)
-			continue;
-		memcpy(uio, de->d_name, strlen(de->d_name) + 1);
-		ret = 0;
-		break;
+	while (ret && (de = readdir(dir))) {
+		if (!strncmp(de->d_name, "uio", 3) && strlen(de->d_name) < size) {
+			memcpy(uio, de->d_name, strlen(de->d_name) + 1);
+			ret = 0;
+		}
 	}
 	closedir(dir);
 	return ret;
 }
 
-/* Waits up to @ms until PCI device @pci has a UIO device; elapsed ms or -1. */
-static inline long long wait_uio_of(const char *pci, char *uio, size_t size,
-				    int ms)
+/* Waits up to @ms until device @pci has a UIO device; elapsed ms or -1. */
+static inline long long wait_uio_of(const char *pci, char *uio, size_t size, int ms)
 {
-	long long start = now_ms();
+	return WAIT_MS(!uio_of_pci(pci, uio, size), ms);
+}
 
-	while (uio_of_pci(pci, uio, size)) {
-		if (now_ms() - start > ms)
-			return -1;
-		usleep(5000);
-	}
-	return now_ms() - start;
+/* Waits up to @ms until device @pci has a UIO device and a heap node; ms or -1. */
+static inline long long wait_heap_of(const char *pci, char *uio, size_t size, int ms)
+{
+	char node[64];
+
+	return WAIT_MS(!uio_of_pci(pci, uio, size) &&
+		       (node_of(node, sizeof(node), uio), path_exists(node)), ms);
 }
 
 /*
- * Where a page of a heap buffer is physically, to tell an IOVA from a
- * physical address: /proc/self/pagemap where it tells (not for VM_PFNMAP
- * mappings, which it reports as holes); DMA-API debug's list of mappings
- * (first page only); or the page's contents compared through /proc/kcore,
- * whose RAM segments carry physical addresses.
+ * Where a page is physically, to tell an IOVA from a physical address: pagemap
+ * (not for VM_PFNMAP), DMA-API debug (first page only), or /proc/kcore's contents.
  */
 enum page_is { PAGE_UNKNOWN, PAGE_AT_ADDR, PAGE_ELSEWHERE };
 
@@ -523,16 +497,12 @@ static inline uint64_t pagemap_phys(int fd, const void *va)
 {
 	uint64_t e;
 
-	if (fd < 0 || pread(fd, &e, 8, (uintptr_t)va / PAGE_SZ * 8) != 8 ||
-	    !(e >> 63))
+	if (fd < 0 || pread(fd, &e, 8, (uintptr_t)va / PAGE_SZ * 8) != 8 || !(e >> 63))
 		return 0;
 	return (e & ((1ULL << 55) - 1)) * PAGE_SZ;
 }
 
-/*
- * Where DMA-API debug saw @pci's mapping at @dma start, or 0.  Its lines
- * read "driver device type idx N P=phys D=dma L=len ...".
- */
+/* Where DMA-API debug ("... P=phys D=dma L=len") saw @pci's mapping at @dma, or 0. */
 static inline uint64_t dma_debug_phys(const char *pci, uint64_t dma)
 {
 	unsigned long long p, d;
@@ -553,10 +523,8 @@ static inline uint64_t dma_debug_phys(const char *pci, uint64_t dma)
 }
 
 /*
- * Is @page at physical @phys?  From /proc/kcore's segments that have a
- * physical address.  More than one may cover it: the kernel image's
- * segment spans its freed init memory, which reads as zeroes there once
- * unmapped (arm64), while the linear map's shows the page.
+ * Is @page at physical @phys?  Of the kcore segments that cover it, the kernel
+ * image's reads freed init memory as zeroes (arm64); the linear map's shows it.
  */
 static inline enum page_is kcore_page(int fd, uint64_t phys, const void *page)
 {
@@ -568,45 +536,20 @@ static inline enum page_is kcore_page(int fd, uint64_t phys, const void *page)
 	if (fd < 0 || pread(fd, &eh, sizeof(eh), 0) != sizeof(eh))
 		return PAGE_UNKNOWN;
 	for (i = 0; i < eh.e_phnum; i++) {
-		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) !=
-		    sizeof(ph))
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) != sizeof(ph))
 			return PAGE_UNKNOWN;
 		if (ph.p_type != PT_LOAD || ph.p_paddr == ~0ULL ||
 		    phys < ph.p_paddr || phys + PAGE_SZ > ph.p_paddr + ph.p_memsz)
 			continue;
-		if (pread(fd, there, PAGE_SZ, ph.p_offset + phys - ph.p_paddr) !=
-		    PAGE_SZ)
+		if (pread(fd, there, PAGE_SZ, ph.p_offset + phys - ph.p_paddr) != PAGE_SZ)
 			return PAGE_UNKNOWN;
 		if (!memcmp(there, page, PAGE_SZ))
 			return PAGE_AT_ADDR;
 	}
-	/* No RAM there, or other contents: not where the page is. */
 	return PAGE_ELSEWHERE;
 }
 
-
-/*
- * Waits (bounded) until PCI device @pci has a UIO device and that one its
- * heap node; the elapsed ms or -1.
- */
-static inline long long wait_heap_of(const char *pci, char *uio, size_t size,
-				     int ms)
-{
-	long long start = now_ms();
-	char node[64];
-
-	if (wait_uio_of(pci, uio, size, ms) < 0)
-		return -1;
-	node_of(node, sizeof(node), uio);
-	if (wait_path(node, true, ms - (now_ms() - start)) < 0)
-		return -1;
-	return now_ms() - start;
-}
-
-/*
- * One allocation on @node, its address asked, mapped and touched: the
- * heap works.  Returns NULL, or what failed.
- */
+/* Allocates on @node, asks the address, maps and touches: NULL, or what failed. */
 static inline const char *heap_check(const char *node, size_t len)
 {
 	static __thread char why[160];
@@ -621,8 +564,7 @@ static inline const char *heap_check(const char *node, size_t len)
 	}
 	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
 	if (buf < 0) {
-		snprintf(why, sizeof(why), "alloc on %s: %s", node,
-			 strerror(-buf));
+		snprintf(why, sizeof(why), "alloc on %s: %s", node, strerror(-buf));
 		close(heap);
 		return why;
 	}
@@ -645,13 +587,79 @@ static inline const char *heap_check(const char *node, size_t len)
 	return why[0] ? why : NULL;
 }
 
+/* @call fails (returns -1 or MAP_FAILED) with errno @err. */
+#define EXPECT_ERRNO(err, call) do {					\
+	EXPECT_EQ(-1, (long)(call));					\
+	EXPECT_EQ(err, errno);						\
+} while (0)
+
+/* Heap node @name ("uio0", "uio0-cached") opened read-write, or the test fails. */
+static inline int open_heap(struct __test_metadata *_metadata, const char *name)
+{
+	int heap = uioheap_open(name);
+
+	ASSERT_LE(0, heap) TH_LOG("/dev/dma_heap/%s: %s", name, strerror(-heap));
+	return heap;
+}
+
+/* A buffer of @len bytes on @heap, mapped at *@p unless @p is NULL. */
+static inline int alloc_map(struct __test_metadata *_metadata, int heap,
+			    size_t len, unsigned char **p)
+{
+	int buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, buf) TH_LOG("%zu bytes: %s", len, strerror(-buf));
+	if (p) {
+		*p = uioheap_map(buf, len);
+		ASSERT_NE(NULL, *p);
+	}
+	return buf;
+}
+
+/* The same from heap node @name, whose fd the buffer does not need. */
+static inline int node_alloc(struct __test_metadata *_metadata, const char *name,
+			     size_t len, unsigned char **p)
+{
+	int heap = open_heap(_metadata, name);
+	int buf = alloc_map(_metadata, heap, len, p);
+
+	close(heap);
+	return buf;
+}
+
+/* Attribute @attr of heap @uio as a number; ~0ULL, which no count reaches, if unreadable. */
+static inline unsigned long long heap_ull(const char *uio, const char *attr)
+{
+	unsigned long long val = ~0ULL;
+
+	uioheap_sysfs_read(uio, attr, &val);
+	return val;
+}
+
 /* allocated_bytes and buffers of heap @uio; -errno if unreadable. */
-static inline int heap_usage(const char *uio, unsigned long long *bytes,
-			     unsigned long long *bufs)
+static inline int heap_usage(const char *uio, unsigned long long *bytes, unsigned long long *bufs)
 {
 	int ret = uioheap_sysfs_read(uio, "allocated_bytes", bytes);
 
 	return ret ? ret : uioheap_sysfs_read(uio, "buffers", bufs);
+}
+
+/* The revocation contract: buffer @buf of @heap, mapped at @p, once its device is gone. */
+static inline void expect_revoked(struct __test_metadata *_metadata, int heap,
+				  int buf, volatile unsigned char *p, size_t len)
+{
+	struct stat st;
+	uint64_t addr;
+
+	EXPECT_EQ(SIGBUS, probe_pages(p, 1, false, 0));
+	EXPECT_EQ(SIGBUS, probe_pages(p + len - 1, 1, true, 0x5a));
+	EXPECT_EQ(-ENODEV, uioheap_dma_addr(heap, buf, &addr, NULL));
+	EXPECT_EQ(ENODEV, heap_addr(heap, buf, 0, &addr));
+	EXPECT_EQ(-ENODEV, uioheap_sync(buf, 1, 1));
+	EXPECT_ERRNO(ENODEV, mmap(NULL, PAGE_SZ, PROT_READ, MAP_SHARED, buf, 0));
+	EXPECT_EQ(-ENODEV, uioheap_alloc(heap, PAGE_SZ, O_RDWR | O_CLOEXEC));
+	EXPECT_EQ(0, fstat(buf, &st));
+	EXPECT_EQ(len, (size_t)st.st_size);
 }
 
 static inline bool module_loaded(const char *name)
@@ -662,13 +670,11 @@ static inline bool module_loaded(const char *name)
 	return path_exists(path);
 }
 
-/* delete_module(O_NONBLOCK): 0 or the errno. */
 static inline int rmmod_nb(const char *name)
 {
 	return syscall(__NR_delete_module, name, O_NONBLOCK) ? errno : 0;
 }
 
-/* finit_module() of a .ko file: 0 or the errno. */
 static inline int insmod_file(const char *path)
 {
 	int fd, ret;
@@ -683,16 +689,12 @@ static inline int insmod_file(const char *path)
 	return ret;
 }
 
-/* Loads $UIOHEAP_KO if uio_heap is not loaded: 0 or an errno. */
 static inline int ensure_uio_heap_loaded(void)
 {
 	return module_loaded("uio_heap") ? 0 : insmod_file(getenv("UIOHEAP_KO"));
 }
 
-/*
- * Takes PCI device @pci away from under its heap: removes it from the bus
- * (@remove) or unbinds it from uio_pci_generic.  0 or -errno.
- */
+/* Removes PCI device @pci from the bus (@remove) or unbinds it: 0 or -errno. */
 static inline int unplug_pci(const char *pci, bool remove)
 {
 	char path[128];
@@ -703,11 +705,7 @@ static inline int unplug_pci(const char *pci, bool remove)
 	return write_str(path, "1");
 }
 
-/*
- * Whatever happened before, PCI device @pci present and bound again, its
- * heap back (UIO name into @uio): a teardown's way to stop one failed
- * test from breaking the next.  0 or -1.
- */
+/* PCI device @pci present, bound and its heap back, whatever a test did: 0 or -1. */
 static inline int replug_pci(const char *pci, char *uio, size_t size)
 {
 	char path[128];
@@ -722,10 +720,8 @@ static inline int replug_pci(const char *pci, char *uio, size_t size)
 }
 
 /*
- * vgem imports a dma-buf the way a real DRM driver does (attach, then map
- * the attachment for its own device, held until the GEM handle is closed)
- * and exports dumb buffers of its own.  The uAPI structs are spelled out:
- * no libdrm headers needed.
+ * vgem imports as a real DRM driver does (attached and mapped until the GEM handle
+ * is closed) and exports dumb buffers.  Its uAPI, without libdrm's headers:
  */
 struct vgem_prime_handle {
 	__u32 handle;
@@ -753,32 +749,35 @@ struct vgem_create_dumb {
 #define VGEM_IOCTL_PRIME_FD_TO_HANDLE	_IOWR('d', 0x2e, struct vgem_prime_handle)
 #define VGEM_IOCTL_MODE_CREATE_DUMB	_IOWR('d', 0xb2, struct vgem_create_dumb)
 
-static inline int open_vgem(void)
+/* vgem's DRM fd; -1 if UIOHEAP_VGEM=0 (the debug kernel has no DRM, the stock ones vgem). */
+static inline int vgem_open(struct __test_metadata *_metadata)
 {
+	int i, drm = -1, vgem = env_bool("UIOHEAP_VGEM");
 	char path[64], drv[256];
 	ssize_t n;
-	int i;
 
-	for (i = 0; i < 8; i++) {
+	ASSERT_NE(-1, vgem) TH_LOG("UIOHEAP_VGEM is not set");
+	if (!vgem)
+		return -1;
+	for (i = 0; drm < 0 && i < 8; i++) {
 		/* vgem's device is a bare platform device called "vgem". */
 		snprintf(path, sizeof(path), "/sys/class/drm/card%d/device", i);
 		n = readlink(path, drv, sizeof(drv) - 1);
 		if (n < 0)
 			continue;
 		drv[n] = '\0';
-		if (!strcmp(strrchr(drv, '/') + 1, "vgem")) {
-			snprintf(path, sizeof(path), "/dev/dri/card%d", i);
-			return open(path, O_RDWR | O_CLOEXEC);
-		}
+		snprintf(path, sizeof(path), "/dev/dri/card%d", i);
+		if (!strcmp(strrchr(drv, '/') + 1, "vgem"))
+			drm = open(path, O_RDWR | O_CLOEXEC);
 	}
-	return -1;
+	ASSERT_LE(0, drm) TH_LOG("UIOHEAP_VGEM=1, but no vgem device");
+	return drm;
 }
 
 /* A vgem dumb buffer of @len bytes exported as a dma-buf fd, or -errno. */
 static inline int vgem_dmabuf(int drm, size_t len)
 {
-	struct vgem_create_dumb dumb = { .height = len / PAGE_SZ,
-					 .width = PAGE_SZ, .bpp = 8 };
+	struct vgem_create_dumb dumb = { .height = len / PAGE_SZ, .width = PAGE_SZ, .bpp = 8 };
 	struct vgem_prime_handle prime = { .flags = O_RDWR | O_CLOEXEC };
 	struct vgem_gem_close gclose = { 0 };
 	int ret = 0;
@@ -797,15 +796,13 @@ static inline int vgem_dmabuf(int drm, size_t len)
 /* A udmabuf of @len bytes of a new memfd, mapped at *@p through the memfd. */
 static inline int udmabuf_new(size_t len, unsigned char **p)
 {
-	struct udmabuf_create create = { .flags = UDMABUF_FLAGS_CLOEXEC,
-					 .size = len };
+	struct udmabuf_create create = { .flags = UDMABUF_FLAGS_CLOEXEC, .size = len };
 	int dev, memfd, fd;
 
 	memfd = syscall(__NR_memfd_create, "uio_heap_test", MFD_ALLOW_SEALING);
 	if (memfd < 0)
 		return -errno;
-	if (ftruncate(memfd, len) ||
-	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
+	if (ftruncate(memfd, len) || fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
 		close(memfd);
 		return -errno;
 	}
@@ -820,53 +817,39 @@ static inline int udmabuf_new(size_t len, unsigned char **p)
 	return fd;
 }
 
-/*
- * The heaps of both edu devices, [0] narrow and [1] wide: PCI address,
- * UIO name, node, and the highest address each heap's mask allows.
- * Asserts: a missing device or heap is a broken VM, not a skip.
- */
+/* Both edus' heaps and knobs as found; missing ones fail (a broken VM), never skip. */
 struct edu_heaps {
 	char pci[2][32];
 	char uio[2][16];
 	char node[2][64];
-	uint64_t mask[2];
+	uint64_t mask[2];		/* the highest address each mask allows */
 	unsigned long long mask_bits[2];
 	unsigned long long max_bytes[2];
 	char low_zone_max[24];		/* module parameter, as found */
 };
 
-static inline void edu_heaps_get(struct __test_metadata *_metadata,
-				 struct edu_heaps *h)
+static inline void edu_heaps_get(struct __test_metadata *_metadata, struct edu_heaps *h)
 {
 	int i, ret;
 
 	ASSERT_EQ(0, geteuid()) TH_LOG("the uio_heap selftests run as root");
 	ret = ensure_uio_heap_loaded();
-	ASSERT_EQ(0, ret) TH_LOG("uio_heap not loaded, UIOHEAP_KO: %s",
-				 strerror(ret));
+	ASSERT_EQ(0, ret) TH_LOG("uio_heap not loaded, UIOHEAP_KO: %s", strerror(ret));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(0, edu_pci(!i, h->pci[i], sizeof(h->pci[i])))
-			TH_LOG("UIOHEAP_EDU%s does not name a PCI device",
-			       i ? "64" : "28");
-		ASSERT_LE(0, wait_heap_of(h->pci[i], h->uio[i],
-					  sizeof(h->uio[i]), 2000))
+			TH_LOG("UIOHEAP_EDU%s does not name a PCI device", i ? "64" : "28");
+		ASSERT_LE(0, wait_heap_of(h->pci[i], h->uio[i], sizeof(h->uio[i]), 2000))
 			TH_LOG("%s: no UIO device with a heap", h->pci[i]);
 		node_of(h->node[i], sizeof(h->node[i]), h->uio[i]);
-		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "dma_mask_bits",
-						&h->mask_bits[i]));
-		h->mask[i] = h->mask_bits[i] >= 64 ?
-			~0ULL : (1ULL << h->mask_bits[i]) - 1;
-		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "max_bytes",
-						&h->max_bytes[i]));
+		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "dma_mask_bits", &h->mask_bits[i]));
+		h->mask[i] = h->mask_bits[i] >= 64 ? ~0ULL : (1ULL << h->mask_bits[i]) - 1;
+		ASSERT_EQ(0, uioheap_sysfs_read(h->uio[i], "max_bytes", &h->max_bytes[i]));
 	}
 	ASSERT_LT(0, read_str(UIO_HEAP_PARAMS "low_zone_max_bytes",
 			      h->low_zone_max, sizeof(h->low_zone_max)));
 }
 
-/*
- * The heaps' knobs as a test found them, put back by its teardown even
- * when an ASSERT cut the test short.
- */
+/* Puts the knobs back, from the teardown: also after a failed ASSERT. */
 static inline void edu_heaps_restore(const struct edu_heaps *h)
 {
 	int i;
@@ -878,23 +861,15 @@ static inline void edu_heaps_restore(const struct edu_heaps *h)
 			continue;
 		uioheap_sysfs_write(h->uio[i], "max_bytes", h->max_bytes[i]);
 		if (h->mask_bits[i])
-			uioheap_sysfs_write(h->uio[i], "dma_mask_bits",
-					    h->mask_bits[i]);
+			uioheap_sysfs_write(h->uio[i], "dma_mask_bits", h->mask_bits[i]);
 	}
 }
 
-/*
- * Narrow heap 0 to its edu's DMA engine, as its driver would, and lift the
- * low-zone budget (uio_heap_test checks it) so that memory below the mask
- * running out shows as -ENOMEM.  edu_heaps_restore() puts both back.
- */
-static inline void edu_heaps_narrow(struct __test_metadata *_metadata,
-				    struct edu_heaps *h)
+/* Narrows heap 0 to its edu's DMA engine and lifts the low-zone budget (-ENOMEM shows). */
+static inline void edu_heaps_narrow(struct __test_metadata *_metadata, struct edu_heaps *h)
 {
-	ASSERT_EQ(0, write_str(UIO_HEAP_PARAMS "low_zone_max_bytes",
-			       "1099511627776"));
-	ASSERT_EQ(0, uioheap_sysfs_write(h->uio[0], "dma_mask_bits",
-					 edu_narrow_bits()));
+	ASSERT_EQ(0, write_str(UIO_HEAP_PARAMS "low_zone_max_bytes", "1099511627776"));
+	ASSERT_EQ(0, uioheap_sysfs_write(h->uio[0], "dma_mask_bits", edu_narrow_bits()));
 	h->mask[0] = edu_narrow_mask();
 }
 
@@ -927,19 +902,26 @@ FIXTURE_TEARDOWN(name)							\
 	edu_heaps_restore(&self->h);					\
 }
 
+/* The edu behind @uio copies @len bytes from device address @from to @to. */
+static inline int edu_copy(const char *uio, uint64_t from, uint64_t to, uint32_t len)
+{
+	struct edu edu;
+	int ret;
+
+	ret = edu_open(&edu, uio);
+	if (ret)
+		return ret;
+	ret = edu_dma(&edu, from, 0, len, true, 10000);
+	if (!ret)
+		ret = edu_dma(&edu, to, 0, len, false, 10000);
+	edu_close(&edu);
+	return ret;
+}
+
 /*
- * Real DMA while a buffer is being revoked: a thread makes the edu write
- * a pattern into a heap buffer over and over (device to memory, 4000
- * bytes, so that the transfer stays inside QEMU 7.2's edu window) until
- * told to stop.  Polled, not interrupt-driven: a transfer in flight when
- * the device goes must not leave an interrupt nobody will acknowledge.
- *
- * What can be asserted: the bytes land before the unplug; afterwards the
- * old buffer is out of reach of the CPU (SIGBUS).  That the device is
- * stopped is dev.unbind_stops_the_devices_dma's.  Whether a transfer "completes"
- * after the unplug says nothing: the edu clears its start bit even when
- * bus mastering is off and the write goes nowhere.  The host fails the
- * run on any IOMMU fault in the kernel log.
+ * A thread makes the edu write a pattern into a buffer, polled (no interrupt left behind by an
+ * unplug), until stopped; 4000 bytes fit QEMU 7.2's edu window.  The edu clears its start bit
+ * even with bus mastering off: only bytes that landed before the unplug tell anything.
  */
 #define PUMP_LEN	4000u
 
@@ -960,8 +942,7 @@ static inline void *dma_pump_fn(void *arg)
 
 	while (!atomic_load(&d->stop)) {
 		/* A removed device's BAR mapping may fault. */
-		sig = PROBE(ret = edu_dma_polled(&d->edu, d->addr, 0, PUMP_LEN,
-						 false, 1000));
+		sig = PROBE(ret = edu_dma_polled(&d->edu, d->addr, 0, PUMP_LEN, false, 1000));
 		if (sig || ret) {
 			atomic_fetch_add(&d->failed, 1);
 			usleep(10000);
@@ -972,25 +953,19 @@ static inline void *dma_pump_fn(void *arg)
 	return NULL;
 }
 
-/*
- * Opens the edu behind @uio, loads its buffer with a pattern by DMA from
- * heap @heap, and starts pumping it into the buffer at @addr.  Returns
- * NULL, or what failed.
- */
+/* Loads @uio's edu with a pattern, from @heap, and pumps it to @addr: NULL or what failed. */
 static inline const char *dma_pump_start(struct dma_pump *d, const char *uio,
 					 int heap, uint64_t addr)
 {
 	uint64_t src_addr = 0;
 	unsigned char *src;
 	const char *why = NULL;
-	unsigned int i;
 	int buf;
 
 	memset(d, 0, sizeof(*d));
 	if (edu_open(&d->edu, uio))
 		return "edu_open";
-	for (i = 0; i < PUMP_LEN; i++)
-		d->pattern[i] = (unsigned char)(i * 7 + 0x3d);
+	prng_fill(d->pattern, PUMP_LEN, 0x3d);
 	buf = uioheap_alloc(heap, SZ_4K, O_RDWR | O_CLOEXEC);
 	src = buf < 0 ? NULL : uioheap_map(buf, SZ_4K);
 	if (!src || heap_addr(heap, buf, 0, &src_addr)) {
@@ -1012,27 +987,10 @@ static inline const char *dma_pump_start(struct dma_pump *d, const char *uio,
 	return why;
 }
 
-/* Waits until @n transfers completed (false after 20 s). */
-static inline bool dma_pump_wait(struct dma_pump *d, long n)
+/* Before the unplug: transfers completed and their bytes are at @cpu.  NULL or what failed. */
+static inline const char *dma_pump_landed(struct dma_pump *d, const unsigned char *cpu)
 {
-	long long start = now_ms();
-
-	while (atomic_load(&d->ok) < n) {
-		if (now_ms() - start > 20000)
-			return false;
-		sleep_ms(5);
-	}
-	return true;
-}
-
-/*
- * Before the unplug: transfers completed, and the last one's bytes are in
- * the target buffer, mapped at @cpu.  NULL or what failed.
- */
-static inline const char *dma_pump_landed(struct dma_pump *d,
-					  const unsigned char *cpu)
-{
-	if (!dma_pump_wait(d, 2))
+	if (WAIT_MS(atomic_load(&d->ok) >= 2, 20000) < 0)
 		return "no DMA transfer completed within 20 s";
 	if (memcmp(cpu, d->pattern, PUMP_LEN))
 		return "DMA wrote the wrong bytes";
@@ -1047,10 +1005,8 @@ static inline void dma_pump_stop(struct dma_pump *d)
 }
 
 /*
- * The cache maintenance the DMA API does, seen through kprobes on
- * arch_sync_dma_for_cpu() and arch_sync_dma_for_device() (paddr, size,
- * direction).  Architectures whose devices all snoop (x86) have neither:
- * sync_probe_start() then returns -ENOENT.
+ * The DMA API's cache maintenance, through kprobes on arch_sync_dma_for_{cpu,device}()
+ * (paddr, size, direction); absent where all devices snoop (x86): -ENOENT.
  */
 #define TRACEFS		"/sys/kernel/tracing/"
 #define SYNC_ARGS	" paddr=$arg1:x64 size=$arg2:x64 dir=$arg3:x32\n"
@@ -1064,7 +1020,6 @@ struct sync_seen {
 	uint64_t lo, hi;		/* lowest and highest byte maintained */
 };
 
-/* Writes @text to tracefs file @name, truncating it (which clears it). */
 static inline int tracefs_write(const char *name, const char *text)
 {
 	char path[128];
@@ -1080,9 +1035,8 @@ static inline void sync_probe_stop(void)
 }
 
 /*
- * Replaces the kprobes by @events (group uioheap), enabled, the trace
- * cleared: 0, -EOPNOTSUPP without kprobe events (the debug kernel), or
- * -ENOENT for a symbol the kernel does not have.
+ * Replaces the kprobes by @events (group uioheap), enabled, trace cleared: 0,
+ * -EOPNOTSUPP without kprobe events (the debug kernel), -ENOENT for a missing symbol.
  */
 static inline int kprobes_start(const char *events)
 {
@@ -1109,11 +1063,7 @@ static inline int sync_probe_start(void)
 	return kprobes_start(SYNC_PROBES);
 }
 
-/*
- * Lines of the trace that have @what, traced in process context: not in an
- * interrupt or a softirq (a timer), whose flags after the CPU ("d.s1.")
- * have h, s or H third; -errno.
- */
+/* Trace lines with @what in process context (flags "d.s1." without h, s, H third); -errno. */
 static inline long trace_count(const char *what)
 {
 	char line[512];
@@ -1170,17 +1120,12 @@ static inline int sync_probe_read(struct sync_seen *s)
 }
 
 /*
- * DMA_BUF_IOCTL_SYNC on a buffer of @node: for each CPU access and each
- * end of it, the whole buffer is maintained for the device in the
- * direction the access implies (READ: from the device, WRITE: to it, RW:
- * both; enum dma_data_direction) when @maintained, and nothing is
- * otherwise.  When @phys_lo is not 0, what was maintained lies in
- * [@phys_lo, @phys_hi].  On a device that does not snoop, the allocation
- * itself writes the zeroed buffer back, on both nodes.
+ * DMA_BUF_IOCTL_SYNC on @node maintains the whole buffer, in the access's direction,
+ * if @maintained (within [@phys_lo, @phys_hi] if @phys_lo), else nothing; the
+ * allocation writes the zeroed buffer back where the device does not snoop.
  */
-static inline void sync_checks(struct __test_metadata *_metadata,
-			       const char *node, bool maintained,
-			       uint64_t phys_lo, uint64_t phys_hi)
+static inline void sync_checks(struct __test_metadata *_metadata, const char *node,
+			       bool maintained, uint64_t phys_lo, uint64_t phys_hi)
 {
 	static const struct {
 		unsigned int rw, dir;
@@ -1192,16 +1137,11 @@ static inline void sync_checks(struct __test_metadata *_metadata,
 	const size_t len = SZ_64K;
 	unsigned long long coherent;
 	struct sync_seen seen;
-	int heap, buf, start;
 	unsigned int i;
 	unsigned char *p;
+	int buf, start;
 
-	heap = uioheap_open(node);
-	ASSERT_LE(0, heap) TH_LOG("%s: %s", node, strerror(-heap));
-	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf) TH_LOG("%s: %s", node, strerror(-buf));
-	p = uioheap_map(buf, len);
-	ASSERT_NE(NULL, p);
+	buf = node_alloc(_metadata, node, len, &p);
 	ASSERT_EQ(0, sync_probe_read(&seen));
 	ASSERT_EQ(0, uioheap_sysfs_read(node, "coherent", &coherent));
 	EXPECT_EQ(coherent ? 0 : len, seen.bytes[1])
@@ -1230,15 +1170,11 @@ static inline void sync_checks(struct __test_metadata *_metadata,
 	}
 	munmap(p, len);
 	close(buf);
-	close(heap);
 }
 
-/* ---- Expected IOMMU faults (negative DMA tests) ---- */
-
 /*
- * tests/vm/verdict.sh forgives intel-iommu's fault reports (x86) naming
- * PCI device @bdf (as in sysfs: 0000:00:11.0) only between the markers
- * "uioheap: expect-fault begin|end BDF" these two write to /dev/kmsg.
+ * tests/vm/verdict.sh forgives intel-iommu's fault reports naming @bdf only between
+ * the markers "uioheap: expect-fault begin|end BDF" these two write to /dev/kmsg.
  */
 #define EXPECT_FAULT_MARKER	"uioheap: expect-fault"
 
@@ -1258,10 +1194,7 @@ static inline int expect_fault_begin(const char *bdf)
 	return kfd;
 }
 
-/*
- * Whether @rec is a DMAR fault report naming @dev (bus:dev.fn): 6.x prints
- * "Request device [00:11.0]", 7.3 "[0000:00:11.0]".
- */
+/* A DMAR fault report naming @dev: "[00:11.0]" (6.x) or "[0000:00:11.0]" (7.3). */
 static inline bool dmar_report_names(const char *rec, const char *dev)
 {
 	const char *p = strstr(rec, "Request device [");
@@ -1277,10 +1210,8 @@ static inline bool dmar_report_names(const char *rec, const char *dev)
 }
 
 /*
- * Waits up to @timeout_ms for a DMAR fault report naming @bdf (printed by
- * the fault interrupt, later, and ratelimited), then writes the end marker
- * and closes @kfd.  Whether one came.  The device must have stopped by
- * then: a fault after the end marker fails the run.
+ * Waits up to @timeout_ms for a DMAR fault report on @bdf (printed later, ratelimited),
+ * then writes the end marker: whether one came.  A fault after the end fails the run.
  */
 static inline bool expect_fault_end(int kfd, const char *bdf, int timeout_ms)
 {
@@ -1308,23 +1239,19 @@ static inline bool expect_fault_end(int kfd, const char *bdf, int timeout_ms)
 			continue;
 		if (n < 0 && errno != EAGAIN)
 			break;
-		/* A busy TCG guest may run the reader late: one last look. */
-		if (now_ms() >= deadline && !drained) {
+		if (now_ms() < deadline) {
+			sleep_ms(10);
+		} else if (!drained) {	/* a busy TCG guest may run the reader late */
 			sleep_ms(500);
 			drained = true;
-			continue;
-		}
-		if (now_ms() >= deadline)
+		} else {
 			break;
-		sleep_ms(10);
+		}
 	}
-	snprintf(marker, sizeof(marker), EXPECT_FAULT_MARKER " end %s seen=%d\n",
-		 bdf, seen);
+	snprintf(marker, sizeof(marker), EXPECT_FAULT_MARKER " end %s seen=%d\n", bdf, seen);
 	write_str("/dev/kmsg", marker);
 	close(kfd);
 	return seen;
 }
-
-/* ---- end of expected IOMMU faults ---- */
 
 #endif

@@ -1,20 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Importing dma-bufs of other exporters for a UIO device: a buffer of the
- * other edu's heap, of the system heap, of udmabuf (memfd pages) and of
- * vgem.  The wide edu DMAs through the address the import returns, in
- * both directions, at the start and at the end of the buffer; the bytes
- * are checked in the exporter's own CPU mapping.
- *
- * Behind an IOMMU every import is one IOVA range; without one only a
- * physically contiguous buffer can be, so the buffers are one page there
- * and a scattered one must fail with ERANGE and leave nothing behind.
+ * Imports of the other edu's heap's, the system heap's, udmabuf's and vgem's dma-bufs:
+ * the wide edu DMAs both ways at both ends, checked in the exporter's mapping.  Without
+ * an IOMMU only a contiguous buffer is one range: one page, and scattered ones ERANGE.
  */
 #include "kselftest_harness.h"
 #include "common.h"
 
 #define DEV_LEN		PUMP_LEN	/* inside QEMU 7.2's edu window */
-#define SYSTEM_HEAP	"/dev/dma_heap/system"
 
 FIXTURE(imp) {
 	EDU_HEAPS_FIELDS;
@@ -28,23 +21,16 @@ FIXTURE(imp) {
 
 FIXTURE_SETUP(imp)
 {
-	char path[128], mode[16] = "";
+	char mode[16] = "";
 
 	EDU_HEAPS_SETUP(self);
-	snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/iommu",
-		 self->uio[1]);
-	ASSERT_LT(0, read_str(path, mode, sizeof(mode)));
+	ASSERT_LT(0, heap_attr(self->uio[1], "iommu", mode, sizeof(mode)));
 	self->translated = !strncmp(mode, "dma", 3);
 	self->len = self->translated ? SZ_64K : PAGE_SZ;
 
-	self->heap = uioheap_open(self->uio[1]);
-	ASSERT_LE(0, self->heap);
-	self->stage = uioheap_alloc(self->heap, PAGE_SZ, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->stage);
-	self->stage_p = uioheap_map(self->stage, PAGE_SZ);
-	ASSERT_NE(NULL, self->stage_p);
-	ASSERT_EQ(0, uioheap_dma_addr(self->heap, self->stage,
-				      &self->stage_addr, NULL));
+	self->heap = open_heap(_metadata, self->uio[1]);
+	self->stage = alloc_map(_metadata, self->heap, PAGE_SZ, &self->stage_p);
+	ASSERT_EQ(0, uioheap_dma_addr(self->heap, self->stage, &self->stage_addr, NULL));
 }
 
 FIXTURE_TEARDOWN(imp)
@@ -58,45 +44,6 @@ FIXTURE_TEARDOWN(imp)
 	edu_heaps_restore(&self->h);
 }
 
-/* The edu copies @len bytes from @from to @to, through its own buffer. */
-static int edu_move(const char *uio, uint64_t from, uint64_t to)
-{
-	struct edu edu;
-	int ret;
-
-	ret = edu_open(&edu, uio);
-	if (ret)
-		return ret;
-	ret = edu_dma(&edu, from, 0, DEV_LEN / 8 * 8, true, 10000);
-	if (!ret)
-		ret = edu_dma(&edu, to, 0, DEV_LEN / 8 * 8, false, 10000);
-	edu_close(&edu);
-	return ret;
-}
-
-static unsigned long long imports(FIXTURE_DATA(imp) *self, const char *what)
-{
-	unsigned long long val = ~0ULL;
-
-	uioheap_sysfs_read(self->uio[1], what, &val);
-	return val;
-}
-
-/* A buffer of the narrow edu's heap, mapped at *@p: an exporter every kernel has. */
-static int other_buffer(FIXTURE_DATA(imp) *self, size_t len, unsigned char **p)
-{
-	int heap, buf;
-
-	heap = uioheap_open(self->uio[0]);
-	if (heap < 0)
-		return heap;
-	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
-	close(heap);
-	if (buf >= 0)
-		*p = uioheap_map(buf, len);
-	return buf;
-}
-
 /* CPU access to an exporter's mapping, bracketed as its owner must. */
 static void cpu_sync(int sync_fd, bool start, bool write)
 {
@@ -104,16 +51,12 @@ static void cpu_sync(int sync_fd, bool start, bool write)
 		uioheap_sync(sync_fd, start, write);
 }
 
-/*
- * Imports @fd, whose exporter maps it at @p (DMA_BUF_IOCTL_SYNC on
- * @sync_fd around CPU access, if >= 0), and moves bytes both ways through
- * the address, at both ends of the buffer.
- */
+/* Imports @fd, mapped at @p (synced on @sync_fd if >= 0), DMAs both ways, both ends; frees it. */
 static void import_and_dma(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(imp) *self, int fd, unsigned char *p,
 			   int sync_fd)
 {
-	unsigned long long before = imports(self, "imported_bytes");
+	unsigned long long before = heap_ull(self->uio[1], "imported_bytes");
 	size_t ends[2] = { 0, self->len - PAGE_SZ };
 	uint64_t addr, size;
 	int handle, i;
@@ -122,45 +65,40 @@ static void import_and_dma(struct __test_metadata *_metadata,
 	ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
 	EXPECT_EQ(self->len, size);
 	EXPECT_GE(self->mask[1], addr + size - 1);
-	EXPECT_EQ(before + self->len, imports(self, "imported_bytes"));
+	EXPECT_EQ(before + self->len, heap_ull(self->uio[1], "imported_bytes"));
 
 	for (i = 0; i < 2; i++) {
 		/* Device to the exporter's memory... */
 		prng_fill(self->stage_p, DEV_LEN, 0x1a2b + i);
-		ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr,
-				      addr + ends[i]));
+		ASSERT_EQ(0, edu_copy(self->uio[1], self->stage_addr, addr + ends[i], DEV_LEN));
 		cpu_sync(sync_fd, true, false);
-		EXPECT_TRUE(prng_holds(p + ends[i], DEV_LEN / 8 * 8, 0x1a2b + i))
-			TH_LOG("the device's bytes did not reach offset %zu",
-			       ends[i]);
+		EXPECT_TRUE(prng_holds(p + ends[i], DEV_LEN, 0x1a2b + i))
+			TH_LOG("the device's bytes did not reach offset %zu", ends[i]);
 		cpu_sync(sync_fd, false, false);
 
 		/* ...and from it. */
 		cpu_sync(sync_fd, true, true);
 		prng_fill(p + ends[i], DEV_LEN, 0x3c4d + i);
 		cpu_sync(sync_fd, false, true);
-		ASSERT_EQ(0, edu_move(self->uio[1], addr + ends[i],
-				      self->stage_addr));
-		EXPECT_TRUE(prng_holds(self->stage_p, DEV_LEN / 8 * 8, 0x3c4d + i))
+		ASSERT_EQ(0, edu_copy(self->uio[1], addr + ends[i], self->stage_addr, DEV_LEN));
+		EXPECT_TRUE(prng_holds(self->stage_p, DEV_LEN, 0x3c4d + i))
 			TH_LOG("the device did not read offset %zu", ends[i]);
 	}
 
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
 	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
-	EXPECT_EQ(before, imports(self, "imported_bytes"));
+	EXPECT_EQ(before, heap_ull(self->uio[1], "imported_bytes"));
+	munmap(p, self->len);
+	close(fd);
 }
 
 TEST_F(imp, uio_heap_buffer_of_another_device)
 {
+	/* The narrow edu's heap: an exporter every kernel has. */
 	unsigned char *p;
-	int buf;
+	int buf = node_alloc(_metadata, self->uio[0], self->len, &p);
 
-	buf = other_buffer(self, self->len, &p);
-	ASSERT_LE(0, buf);
-	ASSERT_NE(NULL, p);
 	import_and_dma(_metadata, self, buf, p, -1);
-	munmap(p, self->len);
-	close(buf);
 }
 
 TEST_F(imp, system_heap_buffer)
@@ -171,7 +109,7 @@ TEST_F(imp, system_heap_buffer)
 	unsigned char *p;
 	int sys;
 
-	sys = open(SYSTEM_HEAP, O_RDONLY | O_CLOEXEC);
+	sys = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
 	if (sys < 0 && errno == ENOENT)
 		SKIP(return, "kernel without the system heap");
 	ASSERT_LE(0, sys);
@@ -180,14 +118,12 @@ TEST_F(imp, system_heap_buffer)
 	ASSERT_NE(NULL, p);
 
 	import_and_dma(_metadata, self, alloc.fd, p, alloc.fd);
-	munmap(p, self->len);
-	close(alloc.fd);
 	close(sys);
 }
 
 TEST_F(imp, udmabuf_from_a_memfd)
 {
-	unsigned long long before = imports(self, "imports");
+	unsigned long long before = heap_ull(self->uio[1], "imports");
 	unsigned char *p;
 	uint64_t addr;
 	int buf, ret;
@@ -197,14 +133,10 @@ TEST_F(imp, udmabuf_from_a_memfd)
 		SKIP(return, "kernel without udmabuf");
 	ASSERT_LE(0, buf) TH_LOG("udmabuf: %s", strerror(-buf));
 	/*
-	 * No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked,
-	 * not the one it mapped, which DMA-API debugging reports.  memfd pages
-	 * need no cache maintenance on x86.
+	 * No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked, not the one it
+	 * mapped, which DMA-API debugging reports.  memfd pages need no cache maintenance on x86.
 	 */
 	import_and_dma(_metadata, self, buf, p, -1);
-	munmap(p, self->len);
-	close(buf);
-
 	if (self->translated)
 		return;
 	/* Without an IOMMU, scattered memfd pages are not one range. */
@@ -216,36 +148,28 @@ TEST_F(imp, udmabuf_from_a_memfd)
 	       ret > 0 ? "happened to be contiguous" : "ERANGE");
 	if (ret > 0)
 		EXPECT_EQ(0, uioheap_unimport(self->heap, ret));
-	EXPECT_EQ(before, imports(self, "imports"));
+	EXPECT_EQ(before, heap_ull(self->uio[1], "imports"));
 	munmap(p, SZ_1M);
 	close(buf);
 }
 
 TEST_F(imp, vgem_buffer)
 {
-	int drm, buf, vgem = env_bool("UIOHEAP_VGEM");
+	int buf, drm = vgem_open(_metadata);
 	unsigned char *p;
 
-	ASSERT_NE(-1, vgem) TH_LOG("UIOHEAP_VGEM is not set");
-	if (!vgem)
+	if (drm < 0)
 		SKIP(return, "kernel without vgem");
-	drm = open_vgem();
-	ASSERT_LE(0, drm) TH_LOG("UIOHEAP_VGEM=1, but no vgem device");
 	buf = vgem_dmabuf(drm, self->len);
 	ASSERT_LE(0, buf) TH_LOG("vgem dumb buffer: %s", strerror(-buf));
 	p = uioheap_map(buf, self->len);
 	ASSERT_NE(NULL, p);
 
 	import_and_dma(_metadata, self, buf, p, buf);
-	munmap(p, self->len);
-	close(buf);
 	close(drm);
 }
 
-/*
- * The import holds the buffer: the exporter's fd may go first.  (udmabuf:
- * the bytes stay visible through the memfd, which holds no dma-buf.)
- */
+/* The import holds the buffer: the exporter's fd may go first (the memfd shows the bytes). */
 TEST_F(imp, exporter_fd_closed_while_imported)
 {
 	unsigned char *p;
@@ -261,19 +185,16 @@ TEST_F(imp, exporter_fd_closed_while_imported)
 	close(buf);
 
 	prng_fill(self->stage_p, DEV_LEN, 0x5e5e);
-	ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr, addr));
-	EXPECT_TRUE(prng_holds(p, DEV_LEN / 8 * 8, 0x5e5e));
+	ASSERT_EQ(0, edu_copy(self->uio[1], self->stage_addr, addr, DEV_LEN));
+	EXPECT_TRUE(prng_holds(p, DEV_LEN, 0x5e5e));
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
 	munmap(p, self->len);
 }
 
 /*
- * A device that reaches only part of memory (the narrow edu) imports a
- * buffer from anywhere: through the IOMMU it works, with an address below
- * the mask, and carries real DMA; without one, a buffer its mask does not
- * cover fails with ERANGE (no bounced address, no kernel warning).  A
- * 28-bit mask covers none of the wide edu's buffers in these VMs; arm64's
- * 32-bit one covers the lower three quarters of memory.
+ * The narrow edu imports a buffer from anywhere through the IOMMU, below its mask; without
+ * one, a buffer beyond the mask is ERANGE (none of the wide edu's are below 28 bits; 32
+ * bits cover three quarters of arm64's memory).
  */
 TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 {
@@ -282,21 +203,13 @@ TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 	uint64_t addr, saddr;
 	int heap, buf, stage, handle;
 
-	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[0], "dma_mask_bits",
-					 edu_narrow_bits()));
-	heap = uioheap_open(self->uio[0]);
-	ASSERT_LE(0, heap);
-	stage = uioheap_alloc(heap, PAGE_SZ, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, stage);
-	sp = uioheap_map(stage, PAGE_SZ);
-	ASSERT_NE(NULL, sp);
+	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[0], "dma_mask_bits", edu_narrow_bits()));
+	heap = open_heap(_metadata, self->uio[0]);
+	stage = alloc_map(_metadata, heap, PAGE_SZ, &sp);
 	ASSERT_EQ(0, uioheap_dma_addr(heap, stage, &saddr, NULL));
 
 	/* The wide edu's buffer: its pages may lie anywhere. */
-	buf = uioheap_alloc(self->heap, self->len, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, buf);
-	p = uioheap_map(buf, self->len);
-	ASSERT_NE(NULL, p);
+	buf = alloc_map(_metadata, self->heap, self->len, &p);
 	handle = uioheap_import(heap, buf, &addr, NULL);
 	if (self->translated)
 		ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
@@ -307,8 +220,8 @@ TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 	if (handle > 0) {
 		EXPECT_GE(mask, addr + self->len - 1);
 		prng_fill(sp, DEV_LEN, 0x2828);
-		ASSERT_EQ(0, edu_move(self->uio[0], saddr, addr));
-		EXPECT_TRUE(prng_holds(p, DEV_LEN / 8 * 8, 0x2828));
+		ASSERT_EQ(0, edu_copy(self->uio[0], saddr, addr, DEV_LEN));
+		EXPECT_TRUE(prng_holds(p, DEV_LEN, 0x2828));
 		EXPECT_EQ(0, uioheap_unimport(heap, handle));
 	}
 	munmap(p, self->len);
@@ -322,21 +235,18 @@ TEST_F(imp, bad_requests)
 {
 	struct uio_heap_import_data data = { 0 };
 	struct uio_heap_unimport_data un = { 0 };
-	unsigned char *p;
-	uint64_t addr;
 	int buf, handle, other;
+	uint64_t addr;
 
 	EXPECT_EQ(-EBADF, uioheap_import(self->heap, -1, &addr, NULL));
 	EXPECT_EQ(-EBADF, uioheap_import(self->heap, 1000000, &addr, NULL));
 	/* Not a dma-buf. */
 	EXPECT_EQ(-EINVAL, uioheap_import(self->heap, self->heap, &addr, NULL));
 
-	buf = other_buffer(self, self->len, &p);
-	ASSERT_LE(0, buf);
+	buf = node_alloc(_metadata, self->uio[0], self->len, NULL);
 	data.fd = buf;
 	data.flags = ~UIO_HEAP_VALID_IMPORT_FLAGS;
-	EXPECT_EQ(-1, ioctl(self->heap, UIO_HEAP_IOCTL_IMPORT, &data));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_ERRNO(EINVAL, ioctl(self->heap, UIO_HEAP_IOCTL_IMPORT, &data));
 	/* Output only: what a reused struct carries in is overwritten. */
 	data.flags = 0;
 	data.out_flags = ~0U;
@@ -350,11 +260,9 @@ TEST_F(imp, bad_requests)
 	ASSERT_LT(0, handle);
 	un.handle = handle;
 	un.flags = 1;
-	EXPECT_EQ(-1, ioctl(self->heap, UIO_HEAP_IOCTL_UNIMPORT, &un));
-	EXPECT_EQ(EINVAL, errno);
+	EXPECT_ERRNO(EINVAL, ioctl(self->heap, UIO_HEAP_IOCTL_UNIMPORT, &un));
 	/* Another heap fd does not hold it. */
-	other = uioheap_open(self->uio[1]);
-	ASSERT_LE(0, other);
+	other = open_heap(_metadata, self->uio[1]);
 	EXPECT_EQ(-ENOENT, uioheap_unimport(other, handle));
 	close(other);
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
@@ -365,50 +273,42 @@ TEST_F(imp, bad_requests)
 	EXPECT_NE(handle, other);
 	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
 	EXPECT_EQ(0, uioheap_unimport(self->heap, other));
-	munmap(p, self->len);
 	close(buf);
 }
 
 /* Imports count in sysfs and against max_bytes; closing the heap fd ends them. */
 TEST_F(imp, counted_limited_and_ended_by_close)
 {
-	unsigned long long n0 = imports(self, "imports");
-	unsigned long long b0 = imports(self, "imported_bytes");
+	unsigned long long n0 = heap_ull(self->uio[1], "imports");
+	unsigned long long b0 = heap_ull(self->uio[1], "imported_bytes");
 	unsigned long long allocated;
-	unsigned char *p;
 	uint64_t addr;
 	int heap, buf, i;
 
-	buf = other_buffer(self, self->len, &p);
-	ASSERT_LE(0, buf);
-	heap = uioheap_open(self->uio[1]);
-	ASSERT_LE(0, heap);
+	buf = node_alloc(_metadata, self->uio[0], self->len, NULL);
+	heap = open_heap(_metadata, self->uio[1]);
 	for (i = 0; i < 3; i++)
 		ASSERT_LT(0, uioheap_import(heap, buf, &addr, NULL));
-	EXPECT_EQ(n0 + 3, imports(self, "imports"));
-	EXPECT_EQ(b0 + 3 * self->len, imports(self, "imported_bytes"));
+	EXPECT_EQ(n0 + 3, heap_ull(self->uio[1], "imports"));
+	EXPECT_EQ(b0 + 3 * self->len, heap_ull(self->uio[1], "imported_bytes"));
 
 	/* Room for nothing more: the limit covers buffers and imports. */
-	ASSERT_EQ(0, uioheap_sysfs_read(self->uio[1], "allocated_bytes",
-					&allocated));
+	ASSERT_EQ(0, uioheap_sysfs_read(self->uio[1], "allocated_bytes", &allocated));
 	ASSERT_EQ(0, uioheap_sysfs_write(self->uio[1], "max_bytes",
 					 allocated + b0 + 3 * self->len));
 	EXPECT_EQ(-ENOSPC, uioheap_import(heap, buf, &addr, NULL));
 	EXPECT_EQ(-ENOSPC, uioheap_alloc(heap, PAGE_SZ, O_RDWR));
-	EXPECT_EQ(n0 + 3, imports(self, "imports"));
+	EXPECT_EQ(n0 + 3, heap_ull(self->uio[1], "imports"));
 
 	close(heap);
-	EXPECT_EQ(n0, imports(self, "imports"));
-	EXPECT_EQ(b0, imports(self, "imported_bytes"));
-	munmap(p, self->len);
+	EXPECT_EQ(n0, heap_ull(self->uio[1], "imports"));
+	EXPECT_EQ(b0, heap_ull(self->uio[1], "imported_bytes"));
 	close(buf);
 }
 
 /*
- * A dma-buf fd open read-only is imported for device reads only: the
- * device reads it, and behind an IOMMU its writes fault and change no
- * byte of the buffer.  (An O_RDONLY buffer of the narrow edu's heap: all
- * zeroes, which only the exporter could change.)
+ * A read-only dma-buf fd is imported for device reads only: behind an IOMMU the device's
+ * writes fault and change nothing (a zeroed O_RDONLY buffer of the narrow edu's heap).
  */
 TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 {
@@ -416,8 +316,7 @@ TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 	unsigned char *p;
 	int heap;
 
-	heap = uioheap_open(self->uio[0]);
-	ASSERT_LE(0, heap);
+	heap = open_heap(_metadata, self->uio[0]);
 	data.fd = uioheap_alloc(heap, self->len, O_RDONLY | O_CLOEXEC);
 	close(heap);
 	ASSERT_LE(0, (int)data.fd);
@@ -438,8 +337,7 @@ TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 		prng_fill(self->stage_p, DEV_LEN, 0x4141);
 		kfd = expect_fault_begin(self->h.pci[1]);
 		ASSERT_LE(0, kfd);
-		ASSERT_EQ(0, edu_move(self->uio[1], self->stage_addr,
-				      data.dma_addr));
+		ASSERT_EQ(0, edu_copy(self->uio[1], self->stage_addr, data.dma_addr, DEV_LEN));
 		EXPECT_TRUE(expect_fault_end(kfd, self->h.pci[1], 10000))
 			TH_LOG("the IOMMU reported no write fault");
 		EXPECT_TRUE(is_filled(p, self->len, 0))
@@ -447,19 +345,15 @@ TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 	}
 #endif
 	prng_fill(self->stage_p, DEV_LEN, 0x4040);
-	ASSERT_EQ(0, edu_move(self->uio[1], data.dma_addr, self->stage_addr));
-	EXPECT_TRUE(is_filled(self->stage_p, DEV_LEN / 8 * 8, 0))
+	ASSERT_EQ(0, edu_copy(self->uio[1], data.dma_addr, self->stage_addr, DEV_LEN));
+	EXPECT_TRUE(is_filled(self->stage_p, DEV_LEN, 0))
 		TH_LOG("the device did not read the buffer");
 	EXPECT_EQ(0, uioheap_unimport(self->heap, data.handle));
 	munmap(p, self->len);
 	close(data.fd);
 }
 
-/*
- * vgem's fences: FENCE_ATTACH puts an unsignalled one on a buffer's
- * reservation object (vgem signals it itself after 10 s), FENCE_SIGNAL
- * signals it.
- */
+/* vgem's FENCE_ATTACH puts an unsignalled fence (10 s) on a buffer; FENCE_SIGNAL signals it. */
 struct vgem_fence_attach {
 	__u32 handle;
 	__u32 flags;
@@ -489,9 +383,8 @@ static int timed_import(int heap, int fd, __u32 flags, long long *ms)
 }
 
 /*
- * The device may write, so an import waits for the exporter's fences:
- * until they signal, or ETIMEDOUT after import_fence_timeout_ms (1 s);
- * UIO_HEAP_IMPORT_NO_WAIT does not wait.
+ * An import waits for the exporter's fences until they signal, or ETIMEDOUT after
+ * import_fence_timeout_ms (1 s); UIO_HEAP_IMPORT_NO_WAIT does not wait.
  */
 TEST_F(imp, waits_for_the_exporters_fences)
 {
@@ -499,15 +392,12 @@ TEST_F(imp, waits_for_the_exporters_fences)
 	struct vgem_prime_handle prime = { .flags = O_RDWR | O_CLOEXEC };
 	struct vgem_fence_attach fence = { .flags = VGEM_FENCE_WRITE };
 	struct vgem_fence_signal sig = { 0 };
-	int drm, handle, vgem = env_bool("UIOHEAP_VGEM");
+	int handle, drm = vgem_open(_metadata);
 	long long ms;
 	pid_t child;
 
-	ASSERT_NE(-1, vgem) TH_LOG("UIOHEAP_VGEM is not set");
-	if (!vgem)
+	if (drm < 0)
 		SKIP(return, "kernel without vgem");
-	drm = open_vgem();
-	ASSERT_LE(0, drm);
 	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_MODE_CREATE_DUMB, &dumb));
 	prime.handle = dumb.handle;
 	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_PRIME_HANDLE_TO_FD, &prime));
@@ -542,25 +432,20 @@ TEST_F(imp, waits_for_the_exporters_fences)
 	close(drm);
 }
 
-/*
- * An import pins the narrowest mask its device may get, as a buffer does:
- * narrowing below its address is refused until it is released.
- */
+/* An import, like a buffer, keeps the mask from narrowing below it until released. */
 TEST_F(imp, mask_narrowing_below_an_import_is_refused)
 {
 	unsigned long long bits;
 	uint64_t addr;
 	int heap, handle;
 
-	heap = uioheap_open(self->uio[0]);
-	ASSERT_LE(0, heap);
+	heap = open_heap(_metadata, self->uio[0]);
 	handle = uioheap_import(heap, self->stage, &addr, NULL);
 	ASSERT_LT(0, handle) TH_LOG("import: %s", strerror(-handle));
 	bits = 63 - __builtin_clzll(addr + PAGE_SZ - 1);
 	ASSERT_LE(12, bits);
 	EXPECT_EQ(-EBUSY, uioheap_sysfs_write(self->uio[0], "dma_mask_bits", bits))
-		TH_LOG("%llu bits below an import at %#llx",
-		       bits, (unsigned long long)addr);
+		TH_LOG("%llu bits below an import at %#llx", bits, (unsigned long long)addr);
 	EXPECT_EQ(0, uioheap_unimport(heap, handle));
 	/* Released, nothing holds the mask (EIO: below what arm64's RAM needs). */
 	EXPECT_NE(-EBUSY, uioheap_sysfs_write(self->uio[0], "dma_mask_bits", bits));

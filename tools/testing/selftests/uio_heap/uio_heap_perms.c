@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * uio_heap permissions: heap nodes are root-only (0600) until the
- * documented udev rule hands them to a group (Documentation/uio-heap.rst,
- * "Permissions"); dma_mask_bits and max_bytes stay root-only either way.
- *
- * Runs as root and forks children that drop privileges for good:
- * "nobody" (65534), and "heapuser" (1000), a member of "uioheap" (990),
- * as the test VM's /etc/passwd and /etc/group define them.  The nodes
- * get their mode and owner back at the end.
+ * Heap nodes are root-only (0600) until the udev rule of Documentation/uio-heap.rst hands
+ * them to a group; dma_mask_bits and max_bytes stay root's.  Children drop to "nobody"
+ * (65534) and "heapuser" (1000, in "uioheap", 990), as the VM's /etc defines them.
  */
 #include <grp.h>
 
@@ -21,8 +16,8 @@ struct ids {
 	int ngroups;
 };
 
-/* Field @field (0-based) of the ':'-separated line of /etc/@file for @name. */
-static long etc_lookup(const char *file, const char *name, int field)
+/* Field @field (0-based) of /etc/@file's line for @name, else @def. */
+static long etc_lookup(const char *file, const char *name, int field, long def)
 {
 	char path[32], line[256], *p, *tok;
 	long val = -1;
@@ -32,7 +27,7 @@ static long etc_lookup(const char *file, const char *name, int field)
 	snprintf(path, sizeof(path), "/etc/%s", file);
 	f = fopen(path, "re");
 	if (!f)
-		return -1;
+		return def;
 	while (val < 0 && fgets(line, sizeof(line), f)) {
 		p = line;
 		tok = strsep(&p, ":");
@@ -44,38 +39,26 @@ static long etc_lookup(const char *file, const char *name, int field)
 			val = strtol(tok, NULL, 10);
 	}
 	fclose(f);
-	return val;
-}
-
-static long id_or(long v, long def)
-{
-	return v >= 0 ? v : def;
-}
-
-static struct ids nobody(void)
-{
-	return (struct ids){
-		.uid = id_or(etc_lookup("passwd", "nobody", 2), 65534),
-		.gid = id_or(etc_lookup("passwd", "nobody", 3), 65534),
-	};
+	return val >= 0 ? val : def;
 }
 
 static gid_t uioheap_gid(void)
 {
-	return id_or(etc_lookup("group", "uioheap", 2), 990);
+	return etc_lookup("group", "uioheap", 2, 990);
 }
 
-static struct ids heapuser(void)
+/* @user's ids, else @def; with uioheap as a supplementary group if @member. */
+static struct ids user_ids(const char *user, long def, bool member)
 {
 	return (struct ids){
-		.uid = id_or(etc_lookup("passwd", "heapuser", 2), 1000),
-		.gid = id_or(etc_lookup("passwd", "heapuser", 3), 1000),
+		.uid = etc_lookup("passwd", user, 2, def),
+		.gid = etc_lookup("passwd", user, 3, def),
 		.groups = { uioheap_gid() },
-		.ngroups = 1,
+		.ngroups = member,
 	};
 }
 
-/* What an unprivileged child could do; 0 or the errno of each step. */
+/* What an unprivileged child could do: 0 or the errno of each step, -1 untried. */
 struct as_result {
 	int dropped;		/* 1: ids as asked, and no way back to root */
 	int open_rw;
@@ -94,8 +77,7 @@ struct as_result {
 };
 
 /* Everything a user of the heap would try, recorded in @r. */
-static void try_all(const char *node, const char *uio, int heap_fd,
-		    struct as_result *r)
+static void try_all(const char *node, const char *uio, int heap_fd, struct as_result *r)
 {
 	unsigned long long v;
 	unsigned char *p;
@@ -110,19 +92,11 @@ static void try_all(const char *node, const char *uio, int heap_fd,
 		close(fd);
 	if (heap < 0)
 		heap = heap_fd;		/* one handed down, if any */
-	/* -1: not tried. */
-	r->alloc = -1;
-	r->addr = -1;
-	r->import = -1;
-	r->map = -1;
-	r->sync = -1;
-	r->touch = -1;
 	if (heap >= 0) {
 		fd = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
 		r->alloc = fd < 0 ? -fd : 0;
 		if (fd >= 0) {
-			ret = uioheap_dma_addr(heap, fd, &addr, NULL);
-			r->addr = -ret;
+			r->addr = -uioheap_dma_addr(heap, fd, &addr, NULL);
 			ret = uioheap_import(heap, fd, &addr, NULL);
 			r->import = ret > 0 ? 0 : -ret;
 			if (ret > 0)
@@ -156,14 +130,13 @@ static int run_as(const struct ids *ids, const char *node, const char *uio,
 {
 	pid_t pid;
 
-	memset(r, 0, sizeof(*r));
+	memset(r, 0xff, sizeof(*r));	/* every int -1 */
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
-		if (setgroups(ids->ngroups, ids->groups) || setgid(ids->gid) ||
-		    setuid(ids->uid))
+		if (setgroups(ids->ngroups, ids->groups) || setgid(ids->gid) || setuid(ids->uid))
 			_exit(3);
 		r->dropped = getuid() == ids->uid && geteuid() == ids->uid &&
 			     getgid() == ids->gid && getegid() == ids->gid &&
@@ -207,7 +180,6 @@ FIXTURE_TEARDOWN(perms)
 	}
 }
 
-/* Checks the child ran as asked and could not get root back. */
 #define ASSERT_RAN(ret)							\
 	do {								\
 		ASSERT_EQ(0, ret) TH_LOG("child failed to drop privileges"); \
@@ -215,23 +187,12 @@ FIXTURE_TEARDOWN(perms)
 		ASSERT_EQ(1, self->r->dropped);				\
 	} while (0)
 
-/*
- * Without a translating IOMMU a DMA address is physical: only callers
- * with CAP_SYS_RAWIO get it (UIOHEAP_IOMMU is the mode the host asked for).
- */
+/* Without an IOMMU (UIOHEAP_IOMMU) an address is physical: for CAP_SYS_RAWIO only. */
 static int unprivileged_addr_errno(void)
 {
 	const char *mode = getenv("UIOHEAP_IOMMU");
 
 	return mode && !strcmp(mode, "on") ? 0 : EPERM;
-}
-
-static void expect_locked_out(struct __test_metadata *_metadata,
-			      const struct as_result *r, const char *who)
-{
-	EXPECT_EQ(EACCES, r->open_rw) TH_LOG("%s opened the node", who);
-	EXPECT_EQ(EACCES, r->open_ro) TH_LOG("%s opened the node", who);
-	EXPECT_EQ(-1, r->alloc);
 }
 
 static void expect_no_sysfs_writes(struct __test_metadata *_metadata,
@@ -244,9 +205,19 @@ static void expect_no_sysfs_writes(struct __test_metadata *_metadata,
 	EXPECT_EQ(EPERM, r->chmod_node) TH_LOG("%s: chmod of the node", who);
 }
 
+static void expect_locked_out(struct __test_metadata *_metadata,
+			      const struct as_result *r, const char *who)
+{
+	EXPECT_EQ(EACCES, r->open_rw) TH_LOG("%s opened the node", who);
+	EXPECT_EQ(EACCES, r->open_ro) TH_LOG("%s opened the node", who);
+	EXPECT_EQ(-1, r->alloc);
+	expect_no_sysfs_writes(_metadata, r, who);
+}
+
 TEST_F(perms, nodes_are_root_only)
 {
-	struct ids nob = nobody(), member = heapuser();
+	struct ids nob = user_ids("nobody", 65534, false);
+	struct ids member = user_ids("heapuser", 1000, true);
 	char path[128];
 	struct stat st;
 	int i;
@@ -258,27 +229,21 @@ TEST_F(perms, nodes_are_root_only)
 		EXPECT_EQ(0, self->orig[i].st_gid);
 
 		/* Writable attributes are root's, the figures everyone's. */
-		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/max_bytes",
-			 self->uio[i]);
+		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/max_bytes", self->uio[i]);
 		ASSERT_EQ(0, stat(path, &st));
 		EXPECT_EQ(0644, st.st_mode & 07777);
 		EXPECT_EQ(0, st.st_uid);
-		snprintf(path, sizeof(path),
-			 "/sys/class/uio_heap/%s/dma_mask_bits", self->uio[i]);
+		snprintf(path, sizeof(path), "/sys/class/uio_heap/%s/dma_mask_bits", self->uio[i]);
 		ASSERT_EQ(0, stat(path, &st));
 		EXPECT_EQ(0644, st.st_mode & 07777);
 
 		ASSERT_RAN(run_as(&nob, self->node[i], self->uio[i], -1, self->r));
 		expect_locked_out(_metadata, self->r, "nobody");
-		expect_no_sysfs_writes(_metadata, self->r, "nobody");
 
 		/* Group membership means nothing until the group is granted. */
-		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1,
-				  self->r));
+		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1, self->r));
 		expect_locked_out(_metadata, self->r, "heapuser");
-		expect_no_sysfs_writes(_metadata, self->r, "heapuser");
 
-		/* Nothing changed the node. */
 		ASSERT_EQ(0, stat(self->node[i], &st));
 		EXPECT_EQ(0600, st.st_mode & 07777);
 	}
@@ -286,8 +251,9 @@ TEST_F(perms, nodes_are_root_only)
 
 TEST_F(perms, udev_rule_grants_the_group)
 {
-	struct ids nob = nobody(), member = heapuser(), primary = member;
-	unsigned long long mask[2], max[2], v;
+	struct ids nob = user_ids("nobody", 65534, false);
+	struct ids member = user_ids("heapuser", 1000, true), primary = member;
+	unsigned long long mask[2], max[2];
 	struct stat st;
 	int i;
 
@@ -296,8 +262,7 @@ TEST_F(perms, udev_rule_grants_the_group)
 	primary.ngroups = 0;
 
 	for (i = 0; i < self->n; i++) {
-		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "dma_mask_bits",
-						&mask[i]));
+		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "dma_mask_bits", &mask[i]));
 		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "max_bytes", &max[i]));
 
 		/* What GROUP="uioheap", MODE="0660" does. */
@@ -306,12 +271,10 @@ TEST_F(perms, udev_rule_grants_the_group)
 		ASSERT_EQ(0, stat(self->node[i], &st));
 		EXPECT_EQ(uioheap_gid(), st.st_gid);
 
-		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1,
-				  self->r));
+		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1, self->r));
 		EXPECT_EQ(0, self->r->open_rw);
 		EXPECT_EQ(0, self->r->open_ro);
-		EXPECT_EQ(0, self->r->alloc) TH_LOG("alloc: %s",
-						    strerror(self->r->alloc));
+		EXPECT_EQ(0, self->r->alloc) TH_LOG("alloc: %s", strerror(self->r->alloc));
 		EXPECT_EQ(unprivileged_addr_errno(), self->r->addr)
 			TH_LOG("address: %s", strerror(self->r->addr));
 		EXPECT_EQ(unprivileged_addr_errno(), self->r->import)
@@ -322,34 +285,26 @@ TEST_F(perms, udev_rule_grants_the_group)
 		/* Still no say over the mask or the limit. */
 		expect_no_sysfs_writes(_metadata, self->r, "heapuser");
 
-		ASSERT_RAN(run_as(&primary, self->node[i], self->uio[i], -1,
-				  self->r));
+		ASSERT_RAN(run_as(&primary, self->node[i], self->uio[i], -1, self->r));
 		EXPECT_EQ(0, self->r->open_rw);
 		EXPECT_EQ(0, self->r->alloc);
 		expect_no_sysfs_writes(_metadata, self->r, "primary group");
 
 		ASSERT_RAN(run_as(&nob, self->node[i], self->uio[i], -1, self->r));
 		expect_locked_out(_metadata, self->r, "nobody");
-		expect_no_sysfs_writes(_metadata, self->r, "nobody");
 
-		/* The refused writes changed nothing. */
-		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "dma_mask_bits", &v));
-		EXPECT_EQ(mask[i], v);
-		ASSERT_EQ(0, uioheap_sysfs_read(self->uio[i], "max_bytes", &v));
-		EXPECT_EQ(max[i], v);
+		EXPECT_EQ(mask[i], heap_ull(self->uio[i], "dma_mask_bits"));
+		EXPECT_EQ(max[i], heap_ull(self->uio[i], "max_bytes"));
 
 		ASSERT_EQ(0, chown(self->node[i], 0, 0));
 		ASSERT_EQ(0, chmod(self->node[i], 0600));
 	}
 }
 
-/*
- * Access is decided at open(), like for every device node: an fd root
- * opened and handed down keeps working after the privileges are gone.
- */
+/* Access is decided at open(): an fd root opened and handed down keeps working. */
 TEST_F(perms, fds_handed_down_keep_working)
 {
-	struct ids nob = nobody();
+	struct ids nob = user_ids("nobody", 65534, false);
 	int heap;
 
 	heap = open(self->node[0], O_RDWR | O_CLOEXEC);
@@ -367,34 +322,20 @@ TEST_F(perms, fds_handed_down_keep_working)
 
 #define TAINT_USER_BIT 6
 
-static unsigned long long taint(void)
-{
-	return read_ull("/proc/sys/kernel/tainted", 0);
-}
-
 /*
- * The heap says how its device's addresses are translated, and with the
- * IOMMU off, unsafe_noiommu_addresses=1 hands physical addresses to the
- * group at the price of a taint (U).  The payload's closing taint check
- * allows U once this test has said it set it (/run/uioheap-taint-user).
+ * The heap tells its IOMMU mode; without one, unsafe_noiommu_addresses=1 hands physical
+ * addresses to the group for a taint (U), which /run/uioheap-taint-user announces.
  */
 TEST_F(perms, physical_addresses_need_cap_sys_rawio)
 {
-	struct ids member = heapuser();
+	struct ids member = user_ids("heapuser", 1000, true);
 	const char *mode = getenv("UIOHEAP_IOMMU");
-	char want[16], attr[128];
+	char want[16];
 	int i, fd;
-	FILE *f;
 
 	ASSERT_NE(NULL, mode) TH_LOG("UIOHEAP_IOMMU is not set");
 	for (i = 0; i < self->n; i++) {
-		snprintf(attr, sizeof(attr), "/sys/class/uio_heap/%s/iommu",
-			 self->uio[i]);
-		f = fopen(attr, "re");
-		ASSERT_NE(NULL, f);
-		ASSERT_NE(NULL, fgets(want, sizeof(want), f));
-		fclose(f);
-		want[strcspn(want, "\n")] = '\0';
+		ASSERT_LT(0, heap_attr(self->uio[i], "iommu", want, sizeof(want)));
 		if (!strcmp(mode, "on")) {
 			EXPECT_TRUE(!strcmp(want, "dma") || !strcmp(want, "dma-fq"))
 				TH_LOG("%s: iommu \"%s\"", self->uio[i], want);
@@ -407,8 +348,7 @@ TEST_F(perms, physical_addresses_need_cap_sys_rawio)
 	ASSERT_EQ(0, chmod(self->node[0], 0660));
 	ASSERT_EQ(0, write_str(UNSAFE_PARAM, "1"));
 	if (strcmp(mode, "on")) {
-		fd = open("/run/uioheap-taint-user", O_CREAT | O_WRONLY | O_CLOEXEC,
-			  0644);
+		fd = open("/run/uioheap-taint-user", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
 		ASSERT_LE(0, fd);
 		close(fd);
 	}
@@ -416,7 +356,8 @@ TEST_F(perms, physical_addresses_need_cap_sys_rawio)
 	EXPECT_EQ(0, self->r->addr) TH_LOG("address: %s", strerror(self->r->addr));
 	EXPECT_EQ(0, self->r->import) TH_LOG("import: %s", strerror(self->r->import));
 	/* Only a physical address handed out taints. */
-	EXPECT_EQ(strcmp(mode, "on") != 0, !!(taint() & (1ULL << TAINT_USER_BIT)));
+	EXPECT_EQ(strcmp(mode, "on") != 0,
+		  !!(read_ull("/proc/sys/kernel/tainted", 0) & (1ULL << TAINT_USER_BIT)));
 
 	ASSERT_EQ(0, write_str(UNSAFE_PARAM, "0"));
 	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
