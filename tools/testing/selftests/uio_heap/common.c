@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The uio_heap selftests' helpers, declared in common.h and linked into every test program.
- *
- * kselftest_harness.h, for struct __test_metadata and ASSERT_, EXPECT_ and TH_LOG, is written
- * for one file per program: 6.12's defines _fixture_global, __active_test, __wait_for_test()
- * and __run_test() with external linkage, as the test's own file does, and test_harness_run()
- * static, for TEST_HARNESS_MAIN.  This file's copies get names of their own and go unused: the
- * test's file registers and runs the tests.  An ASSERT here longjmp()s to the jmp_buf in the
- * test's metadata, which the test's wrapper set and after which it abort()s, as in the test.
+ * The uio_heap selftests' helpers, declared in common.h.  kselftest_harness.h is written for one
+ * file per program: this file's copies of its global definitions get unused names, and an ASSERT
+ * here longjmp()s to the test's own wrapper, as in the test.
  */
 #define _fixture_global		common_fixture_global_unused
 #define __active_test		common_active_test_unused
@@ -332,12 +327,7 @@ int heap_addr(int heap, int buf, uint32_t flags, uint64_t *addr)
 /* DMA_BUF_IOCTL_GET_DMA_ADDR, and only it: 0 or the errno. */
 int dmabuf_addr(int buf, uint64_t *addr)
 {
-	__u64 val = 0;
-
-	if (ioctl(buf, DMA_BUF_IOCTL_GET_DMA_ADDR, &val))
-		return errno;
-	*addr = val;
-	return 0;
+	return ioctl(buf, DMA_BUF_IOCTL_GET_DMA_ADDR, addr) ? errno : 0;
 }
 
 void node_of(char *node, size_t size, const char *uio)
@@ -475,9 +465,9 @@ enum page_is kcore_page(int fd, uint64_t phys, const void *page)
 const char *heap_check(const char *node, size_t len)
 {
 	static __thread char why[160];
-	unsigned char *p;
-	uint64_t addr;
+	unsigned char *p = NULL;
 	int heap, buf, ret;
+	uint64_t addr;
 
 	heap = open(node, O_RDWR | O_CLOEXEC);
 	if (heap < 0) {
@@ -485,27 +475,23 @@ const char *heap_check(const char *node, size_t len)
 		return why;
 	}
 	buf = uioheap_alloc(heap, len, O_RDWR | O_CLOEXEC);
-	if (buf < 0) {
-		snprintf(why, sizeof(why), "alloc on %s: %s", node, strerror(-buf));
-		close(heap);
-		return why;
-	}
-	ret = heap_addr(heap, buf, 0, &addr);
-	p = uioheap_map(buf, len);
-	if (ret || !p) {
+	ret = buf < 0 ? -buf : heap_addr(heap, buf, 0, &addr);
+	close(heap);
+	if (!ret)
+		p = uioheap_map(buf, len);
+	if (ret || !p)
 		snprintf(why, sizeof(why), "%s on %s: %s",
-			 ret ? "address" : "mmap", node,
+			 buf < 0 ? "alloc" : ret ? "address" : "mmap", node,
 			 strerror(ret ? ret : errno));
-	} else if (probe_pages(p, len, true, 0x5a) ||
-		   probe_pages(p, len, false, 0) || p[len - PAGE_SZ] != 0x5a) {
+	else if (probe_pages(p, len, true, 0x5a) ||
+		 probe_pages(p, len, false, 0) || p[len - PAGE_SZ] != 0x5a)
 		snprintf(why, sizeof(why), "access to a buffer of %s", node);
-	} else {
+	else
 		why[0] = '\0';
-	}
 	if (p)
 		munmap(p, len);
-	close(buf);
-	close(heap);
+	if (buf >= 0)
+		close(buf);
 	return why[0] ? why : NULL;
 }
 
@@ -872,11 +858,6 @@ int kprobes_start(const char *events)
 	return ret;
 }
 
-int sync_probe_start(void)
-{
-	return kprobes_start(SYNC_PROBES);
-}
-
 /* Trace lines with @what in process context (flags "d.s1." without h, s, H third); -errno. */
 long trace_count(const char *what)
 {
@@ -912,14 +893,11 @@ int sync_probe_read(struct sync_seen *s)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		if (line[0] == '#')
-			continue;
 		k = strstr(line, " for_device: ") ? 1 : 0;
-		if (!k && !strstr(line, " for_cpu: "))
-			continue;
 		at = strstr(line, "paddr=");
-		if (!at || sscanf(at, "paddr=%llx size=%llx dir=%llx",
-				  &paddr, &size, &dir) != 3 || dir > 3)
+		if (line[0] == '#' || (!k && !strstr(line, " for_cpu: ")) || !at ||
+		    sscanf(at, "paddr=%llx size=%llx dir=%llx", &paddr, &size, &dir) != 3 ||
+		    dir > 3)
 			continue;
 		s->calls[k]++;
 		s->bytes[k] += size;

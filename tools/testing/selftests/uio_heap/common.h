@@ -290,7 +290,6 @@ struct sync_seen {
 int tracefs_write(const char *name, const char *text);
 void sync_probe_stop(void);
 int kprobes_start(const char *events);
-int sync_probe_start(void);
 long trace_count(const char *what);
 int sync_probe_read(struct sync_seen *s);
 void sync_checks(struct __test_metadata *_metadata, const char *node,

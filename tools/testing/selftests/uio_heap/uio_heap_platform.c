@@ -110,7 +110,7 @@ TEST_F(plat, allocations_stay_in_the_dma_window)
 /* SYNC maintains the caches on uioN-cached, inside the window only. */
 TEST_F(plat, sync_maintains_caches)
 {
-	ASSERT_EQ(0, sync_probe_start()) TH_LOG("no kprobes on arch_sync_dma_*");
+	ASSERT_EQ(0, kprobes_start(SYNC_PROBES)) TH_LOG("no kprobes on arch_sync_dma_*");
 	sync_checks(_metadata, self->node[0], false, 0, 0);
 	sync_checks(_metadata, self->node[1], true, self->lo, self->hi);
 	sync_probe_stop();
@@ -130,7 +130,7 @@ TEST_F(plat, sync_maintains_importers)
 	ASSERT_EQ(0, edu_pci(false, pci, sizeof(pci)));
 	ASSERT_EQ(0, uio_of_pci(pci, edu, sizeof(edu)));
 	importer = open_heap(_metadata, edu);
-	ASSERT_EQ(0, sync_probe_start()) TH_LOG("no kprobes on arch_sync_dma_*");
+	ASSERT_EQ(0, kprobes_start(SYNC_PROBES)) TH_LOG("no kprobes on arch_sync_dma_*");
 	for (i = 0; i < 2; i++) {
 		buf = node_alloc(_metadata, self->node[i], SZ_64K, NULL);
 		handle = uioheap_import(importer, buf, &addr, NULL);

@@ -258,7 +258,7 @@ TEST_F(heap, sync_maintains_caches_where_needed)
 	bool coherent = !env || atoi(env);
 	int ret;
 
-	ret = sync_probe_start();
+	ret = kprobes_start(SYNC_PROBES);
 	if (ret == -ENOENT)
 		SKIP(return, "no arch_sync_dma_for_cpu(): DMA maintains no CPU caches here");
 	if (ret == -EOPNOTSUPP)
