@@ -1039,3 +1039,95 @@ bool expect_fault_end(int kfd, const char *bdf, int timeout_ms)
 	close(kfd);
 	return seen;
 }
+
+/* ---- Shared by uio_heap_stress, uio_heap_fuzz and uio_heap_lifetime ---- */
+
+/* Heap @uio holds @bytes in @bufs buffers. */
+void expect_usage(struct __test_metadata *_metadata, const char *uio,
+		  unsigned long long bytes, unsigned long long bufs)
+{
+	unsigned long long b, n;
+
+	ASSERT_EQ(0, heap_usage(uio, &b, &n));
+	EXPECT_EQ(bytes, b) TH_LOG("%s: allocated_bytes", uio);
+	EXPECT_EQ(bufs, n) TH_LOG("%s: buffers", uio);
+}
+
+void expect_no_report(struct __test_metadata *_metadata, struct first_error *e)
+{
+	EXPECT_EQ(0, atomic_load(&e->count)) TH_LOG("%ld errors, first: %s", e->count, e->msg);
+}
+
+/* Heap @uio is behind a translating IOMMU (iommu mode "dma" or "dma-fq"). */
+bool heap_translated(struct __test_metadata *_metadata, const char *uio)
+{
+	char mode[16];
+
+	ASSERT_LT(0, heap_attr(uio, "iommu", mode, sizeof(mode)));
+	return !strncmp(mode, "dma", 3);
+}
+
+/*
+ * Kprobes @events plus, if @translated, "uioheap/iotlb_flush" on this arch's IOTLB flush, named
+ * in *@flush (NULL if not @translated): kprobes_start()'s result.
+ */
+int iotlb_flush_probe(const char *events, bool translated, const char **flush)
+{
+	static const char *const flushes[] = {
+#if defined(__x86_64__)
+		"intel_flush_iotlb_all",
+#else
+		/* SMMUv3's, from 7.x and before (v2 shares v3's flush's name) */
+		"arm_smmu_domain_inv_range", "arm_smmu_tlb_inv_context",
+#endif
+	};
+	char all[256];
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < ARRAY_SIZE(flushes); i++) {
+		*flush = translated ? flushes[i] : NULL;
+		snprintf(all, sizeof(all), "%s%s%s%s", events, *flush ? "p:uioheap/iotlb_flush " : "",
+			 *flush ?: "", *flush ? "\n" : "");
+		ret = kprobes_start(all);
+		if (ret != -ENOENT || !*flush)
+			break;
+	}
+	return ret;
+}
+
+/* Teardown: modules loaded, both edus bound, with heaps, whatever a test did. */
+void edu_heaps_replug(struct edu_heaps *h)
+{
+	int i;
+
+	ensure_uio_heap_loaded();
+	if (!module_loaded("uio_pci_generic"))
+		insmod_file(getenv("UIOHEAP_UIO_PCI_GENERIC_KO"));
+	write_str(UIO_PCI_GENERIC "/new_id", "1234 11e8");
+	for (i = 0; i < 2; i++)
+		replug_pci(h->pci[i], h->uio[i], sizeof(h->uio[i]));
+}
+
+/* The wide edu back by @how ("bind", "rescan" or "new_id"): its heap works within @ms, in how long. */
+long long wide_edu_back(struct __test_metadata *_metadata, struct edu_heaps *h,
+			const char *how, int ms)
+{
+	const char *path = UIO_PCI_GENERIC "/bind", *text = h->pci[1], *why;
+	long long t;
+
+	if (!strcmp(how, "rescan")) {
+		path = "/sys/bus/pci/rescan";
+		text = "1";
+	} else if (!strcmp(how, "new_id")) {
+		path = UIO_PCI_GENERIC "/new_id";
+		text = "1234 11e8";
+	}
+	ASSERT_EQ(0, write_str(path, text));
+	t = wait_heap_of(h->pci[1], h->uio[1], sizeof(h->uio[1]), ms);
+	ASSERT_LE(0, t) TH_LOG("%s: no heap within %d ms", h->pci[1], ms);
+	node_of(h->node[1], sizeof(h->node[1]), h->uio[1]);
+	why = heap_check(h->node[1], SZ_64K);
+	ASSERT_EQ(NULL, why) TH_LOG("%s", why);
+	return t;
+}

@@ -304,4 +304,34 @@ void sync_checks(struct __test_metadata *_metadata, const char *node,
 int expect_fault_begin(const char *bdf);
 bool expect_fault_end(int kfd, const char *bdf, int timeout_ms);
 
+
+/* ---- Shared by uio_heap_stress, uio_heap_fuzz and uio_heap_lifetime ---- */
+
+void expect_usage(struct __test_metadata *_metadata, const char *uio,
+		  unsigned long long bytes, unsigned long long bufs);
+void expect_no_report(struct __test_metadata *_metadata, struct first_error *e);
+bool heap_translated(struct __test_metadata *_metadata, const char *uio);
+int iotlb_flush_probe(const char *events, bool translated, const char **flush);
+void edu_heaps_replug(struct edu_heaps *h);
+long long wide_edu_back(struct __test_metadata *_metadata, struct edu_heaps *h,
+			const char *how, int ms);
+
+/* A fixture @name for tests that unplug the wide edu (pci, uio, node) or unload modules. */
+#define EDU_UNPLUG_FIXTURE(name)					\
+FIXTURE(name) {								\
+	struct edu_heaps h;						\
+	char *pci, *uio, *node;						\
+};									\
+FIXTURE_SETUP(name)							\
+{									\
+	edu_heaps_get(_metadata, &self->h);				\
+	self->pci = self->h.pci[1];					\
+	self->uio = self->h.uio[1];					\
+	self->node = self->h.node[1];					\
+}									\
+FIXTURE_TEARDOWN(name)							\
+{									\
+	edu_heaps_replug(&self->h);					\
+}
+
 #endif

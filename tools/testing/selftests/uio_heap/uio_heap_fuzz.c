@@ -655,7 +655,7 @@ EDU_HEAPS_FIXTURE(fuzz);
 
 TEST_F_TIMEOUT(fuzz, ioctl_and_mmap, 900)
 {
-	unsigned long long bytes[2], bufs[2], b, n;
+	unsigned long long bytes[2], bufs[2];
 	struct fz_shared *sh;
 	const char *why;
 	int ret, h;
@@ -685,17 +685,14 @@ TEST_F_TIMEOUT(fuzz, ioctl_and_mmap, 900)
 	ret = wait_exit(pid);
 	EXPECT_EQ(0, ret) TH_LOG("fuzzer exited with %d (128 + signal) at call %ld: %s",
 				 ret, sh->calls, sh->last);
-	EXPECT_EQ(0, atomic_load(&sh->err.count))
-		TH_LOG("%ld mismatches, first: %s", atomic_load(&sh->err.count), sh->err.msg);
+	expect_no_report(_metadata, &sh->err);
 	EXPECT_LT(0, sh->allocs);
 	EXPECT_LT(0, sh->maps);
 
 	for (h = 0; h < self->n; h++) {
 		why = heap_check(self->node[h], SZ_64K);
 		EXPECT_EQ(NULL, why) TH_LOG("%s", why);
-		ASSERT_EQ(0, heap_usage(self->uio[h], &b, &n));
-		EXPECT_EQ(bytes[h], b) TH_LOG("%s: %llu B, was %llu", self->uio[h], b, bytes[h]);
-		EXPECT_EQ(bufs[h], n);
+		expect_usage(_metadata, self->uio[h], bytes[h], bufs[h]);
 	}
 	/* A fuzzer that stops early has fuzzed less than it says. */
 	EXPECT_EQ(sh->max_calls, sh->calls)

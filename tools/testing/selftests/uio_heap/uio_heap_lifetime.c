@@ -11,45 +11,7 @@
 #include "common.h"
 
 /* The wide edu, which the tests unplug; the narrow one stays untouched. */
-FIXTURE(dev) {
-	struct edu_heaps h;
-	char *pci, *uio, *node;
-};
-
-FIXTURE_SETUP(dev)
-{
-	edu_heaps_get(_metadata, &self->h);
-	self->pci = self->h.pci[1];
-	self->uio = self->h.uio[1];
-	self->node = self->h.node[1];
-}
-
-/* Device bound and module loaded again, whatever the test did. */
-FIXTURE_TEARDOWN(dev)
-{
-	ensure_uio_heap_loaded();
-	if (!module_loaded("uio_pci_generic"))
-		insmod_file(getenv("UIOHEAP_UIO_PCI_GENERIC_KO"));
-	write_str(UIO_PCI_GENERIC "/new_id", "1234 11e8");
-	replug_pci(self->h.pci[0], self->h.uio[0], sizeof(self->h.uio[0]));
-	replug_pci(self->pci, self->uio, 16);
-}
-
-/* Writes @text to @path (bind, rescan, new_id); the heap back and working: in how long. */
-static long long bring_back(struct __test_metadata *_metadata,
-			    FIXTURE_DATA(dev) *self, const char *path, const char *text)
-{
-	const char *why;
-	long long t;
-
-	ASSERT_EQ(0, write_str(path, text));
-	t = wait_heap_of(self->pci, self->uio, 16, 5000);
-	ASSERT_LE(0, t) TH_LOG("%s: no heap within 5 s", self->pci);
-	node_of(self->node, sizeof(self->h.node[1]), self->uio);
-	why = heap_check(self->node, SZ_64K);
-	ASSERT_EQ(NULL, why) TH_LOG("%s", why);
-	return t;
-}
+EDU_UNPLUG_FIXTURE(dev);
 
 TEST_F(dev, heap_follows_bind_and_unbind)
 {
@@ -63,36 +25,8 @@ TEST_F(dev, heap_follows_bind_and_unbind)
 	EXPECT_FALSE(path_exists(self->node));
 	EXPECT_FALSE(path_exists(path));
 
-	t = bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	t = wide_edu_back(_metadata, &self->h, "bind", 5000);
 	EXPECT_GE(1000, t) TH_LOG("heap took %lld ms to appear", t);
-}
-
-/* A child holding its own mapping must be cut off too: it waits on *@go, answers on *@done. */
-static pid_t child_holding(volatile unsigned char *p, int *go, int *done)
-{
-	int to[2], from[2];
-	pid_t pid;
-	char c;
-
-	/* Pipes, not a socketpair: the debug kernel has no sockets. */
-	if (pipe(to) || pipe(from))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		/* A parent that stops early closes its end: the child sees EOF. */
-		close(to[1]);
-		close(from[0]);
-		c = p[1] == 0x33 ? 'y' : 'n';	/* mapped and readable */
-		if (write(from[1], &c, 1) != 1 || read(to[0], &c, 1) != 1)
-			_exit(2);
-		c = probe_pages(p + 1, 1, false, 0) == SIGBUS ? 'y' : 'n';
-		_exit(write(from[1], &c, 1) == 1 ? 0 : 2);
-	}
-	close(to[0]);
-	close(from[1]);
-	*go = to[1];
-	*done = from[0];
-	return pid;
 }
 
 /* The device DMAs into the mapped buffer all along; @remove: off the bus, else unbound. */
@@ -100,22 +34,37 @@ static void revoke_while_mapped(struct __test_metadata *_metadata,
 				FIXTURE_DATA(dev) *self, bool remove)
 {
 	static struct dma_pump pump;
-	int heap, buf, go, done;
+	int heap, buf, go[2], done[2];
+	uint64_t addr = 0;
 	unsigned char *p;
 	const char *why;
-	uint64_t addr = 0;
 	pid_t pid;
 	char c;
 
 	heap = open_heap(_metadata, self->uio);
 	buf = alloc_map(_metadata, heap, SZ_64K, &p);
 	ASSERT_EQ(0, heap_addr(heap, buf, 0, &addr));
-	/* The device writes the first page, the child reads the second. */
+	/* The device writes the first page; a child holding its own mapping reads the second. */
 	p[SZ_4K] = 0x11;
 	p[SZ_4K + 1] = 0x33;
-	pid = child_holding(p + SZ_4K, &go, &done);
-	ASSERT_LT(0, pid);
-	ASSERT_EQ(1, read(done, &c, 1));
+	/* Pipes, not a socketpair: the debug kernel has no sockets. */
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* A parent that stops early closes its end: the child sees EOF. */
+		close(go[1]);
+		close(done[0]);
+		c = p[SZ_4K + 1] == 0x33 ? 'y' : 'n';	/* mapped and readable */
+		if (write(done[1], &c, 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(2);
+		c = probe_pages(p + SZ_4K + 1, 1, false, 0) == SIGBUS ? 'y' : 'n';
+		_exit(write(done[1], &c, 1) == 1 ? 0 : 2);
+	}
+	close(go[0]);
+	close(done[1]);
+	ASSERT_EQ(1, read(done[0], &c, 1));
 	EXPECT_EQ('y', c);
 
 	why = dma_pump_start(&pump, self->uio, heap, addr);
@@ -127,18 +76,17 @@ static void revoke_while_mapped(struct __test_metadata *_metadata,
 	EXPECT_FALSE(path_exists(self->node));
 	expect_revoked(_metadata, heap, buf, p, SZ_64K);
 	dma_pump_stop(&pump);
-	ASSERT_EQ(1, write(go, "x", 1));
-	ASSERT_EQ(1, read(done, &c, 1));
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(1, read(done[0], &c, 1));
 	EXPECT_EQ('y', c) TH_LOG("the child's mapping was not revoked");
 	EXPECT_EQ(0, wait_exit(pid));
-	close(go);
-	close(done);
+	close(go[1]);
+	close(done[0]);
 
 	EXPECT_EQ(0, munmap(p, SZ_64K));
 	EXPECT_EQ(0, close(buf));
 	EXPECT_EQ(0, close(heap));
-	bring_back(_metadata, self, remove ? "/sys/bus/pci/rescan" : UIO_PCI_GENERIC "/bind",
-		   remove ? "1" : self->pci);
+	wide_edu_back(_metadata, &self->h, remove ? "rescan" : "bind", 5000);
 }
 
 TEST_F(dev, unbind_revokes_mapped_buffer)
@@ -163,56 +111,34 @@ TEST_F(dev, close_after_unbind)
 	close(heap);
 	for (i = 0; i < 4; i++)
 		EXPECT_EQ(0, close(buf[i]));
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 /*
- * Unbinding stops the device's DMA before uio_pci_generic's remove(): bus mastering off
- * (S9), the IOTLB invalidated once the buffers are unmapped.  remove() clears mastering
- * without pci_clear_master() and a lazy IOMMU flushes in a softirq, so kprobes counted
- * in process context tell who did (the lazy x86 VM is the one that sees our flush).
+ * Unbinding stops the device's DMA before uio_pci_generic's remove() does: bus mastering off (S9),
+ * the IOTLB invalidated; counted in process context (remove() and a lazy IOMMU's softirq do too).
  */
 TEST_F(dev, unbind_stops_the_devices_dma)
 {
-	static const char *const flushes[] = {
-#if defined(__x86_64__)
-		"intel_flush_iotlb_all",
-#else
-		/* SMMUv3's, from 7.x and before (v2 shares v3's flush's name) */
-		"arm_smmu_domain_inv_range", "arm_smmu_tlb_inv_context",
-#endif
-	};
-	char events[256], mode[16];
-	const char *flush = NULL;
+	bool translated = heap_translated(_metadata, self->uio);
+	const char *flush;
 	int heap, buf, ret;
-	unsigned int i;
 
-	ASSERT_LE(0, heap_attr(self->uio, "iommu", mode, sizeof(mode)));
-	for (i = 0; i < ARRAY_SIZE(flushes); i++) {
-		flush = strncmp(mode, "dma", 3) ? NULL : flushes[i];
-		ret = snprintf(events, sizeof(events), "p:uioheap/clear_master pci_clear_master\n");
-		if (flush)
-			snprintf(events + ret, sizeof(events) - ret,
-				 "p:uioheap/iotlb_flush %s\n", flush);
-		ret = kprobes_start(events);
-		if (ret != -ENOENT || !flush)
-			break;
-	}
+	ret = iotlb_flush_probe("p:uioheap/clear_master pci_clear_master\n", translated, &flush);
 	if (ret == -EOPNOTSUPP)
 		SKIP(return, "kernel without kprobe events");
-	ASSERT_EQ(0, ret) TH_LOG("%s", events);
+	ASSERT_EQ(0, ret) TH_LOG("kprobes on pci_clear_master, %s", flush ?: "no flush");
 	heap = open_heap(_metadata, self->uio);
 	buf = alloc_map(_metadata, heap, SZ_64K, NULL);
 	ASSERT_EQ(0, write_str(UIO_PCI_GENERIC "/unbind", self->pci));
 	EXPECT_LE(1, trace_count(" clear_master:"))
 		TH_LOG("nobody called pci_clear_master() at unbind");
 	if (flush)
-		EXPECT_LE(1, trace_count(" iotlb_flush:"))
-			TH_LOG("IOMMU %s: no %s() at unbind", mode, flush);
+		EXPECT_LE(1, trace_count(" iotlb_flush:")) TH_LOG("no %s() at unbind", flush);
 	sync_probe_stop();
 	close(buf);
 	close(heap);
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 /* A mapped buffer on uioN-cached, whose pages get_user_pages() pins on every device. */
@@ -277,7 +203,7 @@ TEST_F(dev, pinned_pages_outlive_the_device)
 	close(pipefd[0]);
 	close(pipefd[1]);
 
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 /* The same with the pages held by an io_uring buffer registration. */
@@ -304,7 +230,7 @@ TEST_F(dev, io_uring_registration_outlives_the_device)
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS, NULL, 0));
 	close(ring);
 
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 /* A null_blk disk made through configfs (the VM loads null_blk): its name. */
@@ -378,7 +304,7 @@ TEST_F(dev, odirect_read_in_flight_when_device_goes)
 	close(fd);
 	slow_disk_put();
 
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 /* An importer's mapping survives its exporter's device going away. */
@@ -417,7 +343,7 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	EXPECT_EQ(hb.before, revoked_bytes());
 	close(drm);
 
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 /*
@@ -451,7 +377,7 @@ TEST_F(dev, import_given_back_when_device_goes)
 	close(buf);
 	close(heap);
 
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/bind", self->pci);
+	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
 static void wait_all_heaps(struct __test_metadata *_metadata, FIXTURE_DATA(dev) *self)
@@ -472,7 +398,7 @@ TEST_F(dev, uio_driver_unload_removes_heaps)
 	ASSERT_EQ(0, rmmod_nb("uio_pci_generic"));
 	EXPECT_FALSE(path_exists(self->node));
 	ASSERT_EQ(0, insmod_file(ko));
-	bring_back(_metadata, self, UIO_PCI_GENERIC "/new_id", "1234 11e8");
+	wide_edu_back(_metadata, &self->h, "new_id", 5000);
 	wait_all_heaps(_metadata, self);
 }
 

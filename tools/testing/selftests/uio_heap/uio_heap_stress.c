@@ -8,21 +8,6 @@
 /* A worker thread's check: the first failure is kept for the main thread. */
 #define report_if(err, cond, ...)	((cond) ? report(err, __VA_ARGS__) : (void)0)
 
-static void expect_no_report(struct __test_metadata *_metadata, struct first_error *e)
-{
-	EXPECT_EQ(0, atomic_load(&e->count)) TH_LOG("%ld errors, first: %s", e->count, e->msg);
-}
-
-static void expect_usage(struct __test_metadata *_metadata, const char *uio,
-			 unsigned long long bytes, unsigned long long bufs)
-{
-	unsigned long long b, n;
-
-	ASSERT_EQ(0, heap_usage(uio, &b, &n));
-	EXPECT_EQ(bytes, b) TH_LOG("%s: allocated_bytes", uio);
-	EXPECT_EQ(bufs, n) TH_LOG("%s: buffers", uio);
-}
-
 EDU_HEAPS_FIXTURE(heaps);
 
 /* The running test's, for its threads (the harness runs each test in a process). */
@@ -532,14 +517,12 @@ TEST_F_TIMEOUT(inject, alloc_failures_are_clean, 600)
 }
 
 /*
- * One import of @exp, a 64 KiB dma-buf, by a fresh heap fd of heap @h with
- * failslab armed: allocations pass until @space bytes are used, then all
- * fail.  A failure is ENOMEM, and if the buffer was mapped, the IOTLB was
- * flushed in the ioctl (@probed: behind a lazy IOMMU only uio-heap flushes
- * there).  Returns the result; *@late tells a failure after the mapping.
+ * One import of @exp (64 KiB) by a fresh fd of heap @h, failslab failing all past @space bytes:
+ * ENOMEM or a whole import.  Behind a translating IOMMU (@probed) a failure after the mapping,
+ * counted in *@late, flushed the IOTLB in the ioctl (a lazy IOMMU's own flush comes later).
  */
 static int inject_import(struct __test_metadata *_metadata, FIXTURE_DATA(inject) *self, int h,
-			 int exp, unsigned long space, bool probed, bool *late)
+			 int exp, unsigned long space, bool probed, long *late)
 {
 	uint64_t addr = 0, size = 0;
 	char num[24];
@@ -553,7 +536,6 @@ static int inject_import(struct __test_metadata *_metadata, FIXTURE_DATA(inject)
 	ASSERT_EQ(1, pwrite(self->mif, "1", 1, 0));
 	ret = uioheap_import(hfd, exp, &addr, &size);
 	pwrite(self->mif, "0", 1, 0);
-	*late = ret < 0 && probed && trace_count(" unmap:") > 0;
 	if (ret < 0) {
 		EXPECT_EQ(-ENOMEM, ret) TH_LOG("%s, space %lu: %s", self->node[h], space,
 					       strerror(-ret));
@@ -562,68 +544,59 @@ static int inject_import(struct __test_metadata *_metadata, FIXTURE_DATA(inject)
 			TH_LOG("%s: %#llx+%#llx", self->node[h], (unsigned long long)addr,
 			       (unsigned long long)size);
 	}
-	if (*late)
+	if (ret < 0 && probed && trace_count(" unmap:") > 0) {
+		++*late;
 		EXPECT_LE(1, trace_count(" iotlb_flush:"))
 			TH_LOG("%s, space %lu: unmapped, not flushed", self->node[h], space);
+	}
 	close(hfd);
 	return ret;
 }
 
 /*
- * Failures at every point of an import are clean, and the last one, the
- * handle's allocation after the mapping, takes the buffer away from the
- * device and flushes the IOTLB before the exporter gets it back (the
- * range check's failure shares that path).  failslab's space budget is
- * bisected to where imports start to work, then walked down from there
- * (allocations vary by a few bytes) to a failure after the mapping.  The
- * buffer imported is the other edu's.
+ * Failures at every point of an import are clean; the last, after the mapping, flushes the IOTLB
+ * before the exporter (the other edu's heap) gets the buffer back.  failslab's space budget is
+ * bisected to where imports start to work, then walked down to a failure after the mapping.
  */
 TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
 {
 	unsigned long long bytes[2], bufs[2], imported[2], imports[2];
+	long tries = 0, late = 0, seen;
 	unsigned long lo, hi, mid;
-	long tries = 0, late_ones = 0, seen;
-	bool probed[2], late;
-	char mode[16];
+	const char *flush;
+	bool probed[2];
 	int h, heap, exp;
 
 	for (h = 0; h < self->n; h++) {
 		ASSERT_EQ(0, heap_usage(self->uio[h], &bytes[h], &bufs[h]));
 		imported[h] = heap_ull(self->uio[h], "imported_bytes");
 		imports[h] = heap_ull(self->uio[h], "imports");
-		ASSERT_LT(0, heap_attr(self->uio[h], "iommu", mode, sizeof(mode)));
-		probed[h] = !strncmp(mode, "dma", 3);
+		probed[h] = heap_translated(_metadata, self->uio[h]);
 	}
 	if (probed[0] || probed[1])
-		ASSERT_EQ(0, kprobes_start("p:uioheap/unmap iommu_dma_unmap_sg\n"
-					   "p:uioheap/iotlb_flush intel_flush_iotlb_all\n"));
+		ASSERT_EQ(0, iotlb_flush_probe("p:uioheap/unmap iommu_dma_unmap_sg\n", true, &flush));
 	ASSERT_EQ(0, inject_arm(0, "100", "-1"));
 	for (h = 0; h < self->n; h++) {
 		heap = open(self->node[!h], O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, heap);
 		exp = uioheap_alloc(heap, SZ_64K, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, exp);
-		seen = late_ones;
-		lo = 0;
-		hi = SZ_1M;
-		ASSERT_LE(0, inject_import(_metadata, self, h, exp, hi, probed[h], &late));
+		seen = late;
+		ASSERT_LE(0, inject_import(_metadata, self, h, exp, SZ_1M, probed[h], &late));
 		ASSERT_GT(0, inject_import(_metadata, self, h, exp, 0, probed[h], &late))
 			TH_LOG("%s: failslab did not fail an import", self->node[h]);
-		while (hi - lo > 1) {
+		for (lo = 0, hi = SZ_1M; hi - lo > 1; tries++) {
 			mid = lo + (hi - lo) / 2;
 			if (inject_import(_metadata, self, h, exp, mid, probed[h], &late) < 0)
 				lo = mid;
 			else
 				hi = mid;
-			late_ones += late;
-			tries++;
 		}
-		for (mid = lo; probed[h] && late_ones == seen && mid >= 16 && lo - mid < 2048;
-		     mid -= 16, tries++) {
+		/* Allocations vary by a few bytes: walk down from where imports start to work. */
+		for (mid = lo; probed[h] && late == seen && mid >= 16 && lo - mid < 2048;
+		     mid -= 16, tries++)
 			inject_import(_metadata, self, h, exp, mid, true, &late);
-			late_ones += late;
-		}
-		EXPECT_TRUE(!probed[h] || late_ones > seen)
+		EXPECT_TRUE(!probed[h] || late > seen)
 			TH_LOG("%s: no import failed after its mapping", self->node[h]);
 		close(exp);
 		close(heap);
@@ -635,7 +608,7 @@ TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
 		EXPECT_EQ(imported[h], heap_ull(self->uio[h], "imported_bytes"));
 		EXPECT_EQ(imports[h], heap_ull(self->uio[h], "imports"));
 	}
-	summary("import_attempts=%ld import_failures_after_mapping=%ld", tries, late_ones);
+	summary("import_attempts=%ld import_failures_after_mapping=%ld", tries, late);
 }
 
 /*
@@ -645,19 +618,7 @@ TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
 #define UNPLUG_WORKERS		3
 #define UNPLUG_CLOSER_BUFS	128
 
-FIXTURE(unplug) {
-	struct edu_heaps h;		/* the wide edu's goes */
-};
-
-FIXTURE_SETUP(unplug)
-{
-	edu_heaps_get(_metadata, &self->h);
-}
-
-FIXTURE_TEARDOWN(unplug)
-{
-	replug_pci(self->h.pci[1], self->h.uio[1], sizeof(self->h.uio[1]));
-}
+EDU_UNPLUG_FIXTURE(unplug);	/* the wide edu goes */
 
 static struct unplug_race {
 	atomic_int removing, gone, stop;	/* gone: the remove/unbind write returned */
@@ -774,7 +735,7 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 			bool remove)
 {
 	int iterations = SHORT_LONG(5, 50), it, i, heap, buf;
-	char *pci = self->h.pci[1], *uio = self->h.uio[1], *node = self->h.node[1];
+	char *pci = self->pci, *uio = self->uio, *node = self->node;
 	pthread_t tid[UNPLUG_WORKERS + 2];
 	static struct dma_pump pump;
 	unsigned char *p;
@@ -842,13 +803,7 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 		EXPECT_FALSE(path_exists(node));
 		snprintf(cls, sizeof(cls), "/sys/class/uio_heap/%s", uio);
 		EXPECT_FALSE(path_exists(cls));
-		ASSERT_EQ(0, write_str(remove ? "/sys/bus/pci/rescan" : UIO_PCI_GENERIC "/bind",
-				       remove ? "1" : pci));
-		ASSERT_LE(0, wait_heap_of(pci, uio, sizeof(self->h.uio[1]), 10000))
-			TH_LOG("iteration %d: no heap for %s", it, pci);
-		node_of(node, sizeof(self->h.node[1]), uio);
-		why = heap_check(node, SZ_64K);
-		ASSERT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
+		wide_edu_back(_metadata, &self->h, remove ? "rescan" : "bind", 10000);
 		expect_usage(_metadata, uio, 0, 0);
 		if (_metadata->exit_code)
 			break;
@@ -871,25 +826,7 @@ TEST_F_TIMEOUT(unplug, unbind_while_in_use, LONG_TIMEOUT)
 /* Load/unload cycles while threads open and allocate: refused while they hold a heap. */
 #define MODULE_HAMMERS	2
 
-FIXTURE(module) {
-	EDU_HEAPS_FIELDS;
-};
-
-FIXTURE_SETUP(module)
-{
-	ASSERT_NE(NULL, getenv("UIOHEAP_KO")) TH_LOG("UIOHEAP_KO is not set");
-	EDU_HEAPS_SETUP(self);
-}
-
-FIXTURE_TEARDOWN(module)
-{
-	int i;
-
-	/* Later tests and suites need the module. */
-	ensure_uio_heap_loaded();
-	for (i = 0; i < self->n; i++)
-		wait_path(self->node[i], true, 5000);
-}
+EDU_UNPLUG_FIXTURE(module);
 
 /* Every heap is back and works (@check); and holds nothing (@idle). */
 static void module_heaps_back(struct __test_metadata *_metadata, FIXTURE_DATA(module) *self,
@@ -898,13 +835,13 @@ static void module_heaps_back(struct __test_metadata *_metadata, FIXTURE_DATA(mo
 	const char *why;
 	int i;
 
-	for (i = 0; i < self->n; i++) {
-		ASSERT_LE(0, wait_path(self->node[i], true, 5000))
-			TH_LOG("%s did not come back", self->node[i]);
-		why = check ? heap_check(self->node[i], SZ_64K) : NULL;
+	for (i = 0; i < 2; i++) {
+		ASSERT_LE(0, wait_path(self->h.node[i], true, 5000))
+			TH_LOG("%s did not come back", self->h.node[i]);
+		why = check ? heap_check(self->h.node[i], SZ_64K) : NULL;
 		EXPECT_EQ(NULL, why) TH_LOG("%s", why);
 		if (idle)
-			expect_usage(_metadata, self->uio[i], 0, 0);
+			expect_usage(_metadata, self->h.uio[i], 0, 0);
 	}
 }
 
@@ -947,6 +884,7 @@ TEST_F_TIMEOUT(module, load_unload_cycles, LONG_TIMEOUT)
 	long refused = 0;
 	long long t;
 
+	ASSERT_NE(NULL, getenv("UIOHEAP_KO")) TH_LOG("UIOHEAP_KO is not set");
 	first_error_init(&errs, false);
 	eh = &self->h;
 	seed = run_seed("UIOHEAP_SEED");
@@ -960,8 +898,8 @@ TEST_F_TIMEOUT(module, load_unload_cycles, LONG_TIMEOUT)
 			usleep(200);
 		}
 		EXPECT_FALSE(module_loaded("uio_heap"));
-		for (i = 0; i < self->n; i++)
-			EXPECT_FALSE(path_exists(self->node[i]));
+		for (i = 0; i < 2; i++)
+			EXPECT_FALSE(path_exists(self->h.node[i]));
 		ret = insmod_file(getenv("UIOHEAP_KO"));
 		ASSERT_EQ(0, ret) TH_LOG("cycle %d: insmod: %s", c, strerror(ret));
 	}
