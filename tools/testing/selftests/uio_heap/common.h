@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The uio_heap selftests' helpers, defined in common.c (linked into every test program); include
- * after kselftest_harness.h.  The VM bench names two edus bound to uio_pci_generic: UIOHEAP_EDU28
- * the narrow one (UIOHEAP_EDU_BITS wide: 28, or 32 on arm64 without an SMMU), the first word of
- * UIOHEAP_EDU64 a 64-bit one.  Index 0 of each pair is the narrow edu.  Helpers that return what
- * failed, not assert, are for threads and children.  What must run in the caller's frame or
- * evaluate an argument again (PROBE, WAIT_MS, EXPECT_ERRNO, the fixture's parts) is macros.
+ * The uio_heap selftests' helpers, defined in common.c; include after kselftest_harness.h.  The
+ * VM bench names two edus: UIOHEAP_EDU28 the narrow one (index 0 of each pair), UIOHEAP_EDU64 the
+ * wide one.  Helpers that return what failed, not assert, are for threads and children.
  */
 #ifndef UIO_HEAP_SELFTEST_COMMON_H
 #define UIO_HEAP_SELFTEST_COMMON_H
@@ -95,10 +92,7 @@ void summary(const char *fmt, ...);
 /* Probes of revocable memory: the handler jumps back into the faulting thread if armed. */
 extern __thread sigjmp_buf *volatile probe_tls_env;
 
-/*
- * Runs @access with the probe armed (a macro: sigsetjmp() must run in its frame): 0 or
- * the signal.  What @access changes and the caller reads after a signal must be volatile.
- */
+/* Runs @access with the probe armed: 0 or the signal.  What it changes must be volatile. */
 #define PROBE(access) ({						\
 	sigjmp_buf probe_env_;						\
 	int probe_sig_;							\
@@ -140,10 +134,7 @@ int uio_of_pci(const char *pci, char *uio, size_t size);
 long long wait_uio_of(const char *pci, char *uio, size_t size, int ms);
 long long wait_heap_of(const char *pci, char *uio, size_t size, int ms);
 
-/*
- * Where a page is physically, to tell an IOVA from a physical address: pagemap
- * (not for VM_PFNMAP), DMA-API debug (first page only), or /proc/kcore's contents.
- */
+/* Where a page is physically: pagemap (not VM_PFNMAP), DMA-API debug or /proc/kcore. */
 enum page_is { PAGE_UNKNOWN, PAGE_AT_ADDR, PAGE_ELSEWHERE };
 
 uint64_t pagemap_phys(int fd, const void *va);
@@ -171,10 +162,7 @@ int ensure_uio_heap_loaded(void);
 int unplug_pci(const char *pci, bool remove);
 int replug_pci(const char *pci, char *uio, size_t size);
 
-/*
- * vgem imports as a real DRM driver does (attached and mapped until the GEM handle
- * is closed) and exports dumb buffers.  Its uAPI, without libdrm's headers:
- */
+/* vgem imports as a real DRM driver does and exports dumb buffers; its uAPI: */
 struct vgem_prime_handle {
 	__u32 handle;
 	__u32 flags;
@@ -252,9 +240,8 @@ FIXTURE_TEARDOWN(name)							\
 int edu_copy(const char *uio, uint64_t from, uint64_t to, uint32_t len);
 
 /*
- * A thread makes the edu write a pattern into a buffer, polled (no interrupt left behind by an
- * unplug), until stopped; 4000 bytes fit QEMU 7.2's edu window.  The edu clears its start bit
- * even with bus mastering off: only bytes that landed before the unplug tell anything.
+ * A thread makes the edu write a pattern (4000 bytes fit QEMU 7.2's window) into a buffer, polled,
+ * until stopped.  Only bytes that landed before an unplug tell anything.
  */
 #define PUMP_LEN	4000u
 
@@ -271,10 +258,7 @@ const char *dma_pump_start(struct dma_pump *d, const char *uio, int heap, uint64
 const char *dma_pump_landed(struct dma_pump *d, const unsigned char *cpu);
 void dma_pump_stop(struct dma_pump *d);
 
-/*
- * The DMA API's cache maintenance, through kprobes on arch_sync_dma_for_{cpu,device}()
- * (paddr, size, direction); absent where all devices snoop (x86): -ENOENT.
- */
+/* The DMA API's cache maintenance, by kprobes on arch_sync_dma_for_{cpu,device}() (not x86). */
 #define TRACEFS		"/sys/kernel/tracing/"
 #define SYNC_ARGS	" paddr=$arg1:x64 size=$arg2:x64 dir=$arg3:x32\n"
 #define SYNC_PROBES	"p:uioheap/for_cpu arch_sync_dma_for_cpu" SYNC_ARGS \
@@ -295,10 +279,7 @@ int sync_probe_read(struct sync_seen *s);
 void sync_checks(struct __test_metadata *_metadata, const char *node,
 		 bool maintained, uint64_t phys_lo, uint64_t phys_hi);
 
-/*
- * tests/vm/verdict.sh forgives intel-iommu's fault reports naming @bdf only between
- * the markers "uioheap: expect-fault begin|end BDF" these two write to /dev/kmsg.
- */
+/* tests/vm/verdict.sh forgives @bdf's DMAR faults between "uioheap: expect-fault begin|end BDF". */
 #define EXPECT_FAULT_MARKER	"uioheap: expect-fault"
 
 int expect_fault_begin(const char *bdf);
