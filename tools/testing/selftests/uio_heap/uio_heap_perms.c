@@ -124,17 +124,16 @@ static void try_all(const char *node, const char *uio, int heap_fd, struct as_re
 	r->done = 1;
 }
 
-/* Runs try_all() in a child with @ids, for good (no way back to root). */
-static int run_as(const struct ids *ids, const char *node, const char *uio,
-		  int heap_fd, struct as_result *r)
+/* Runs try_all() in a child with @ids, for good (no way back to root), into @r. */
+static void run_as(struct __test_metadata *_metadata, const struct ids *ids,
+		   const char *node, const char *uio, int heap_fd, struct as_result *r)
 {
 	pid_t pid;
 
 	memset(r, 0xff, sizeof(*r));	/* every int -1 */
 	fflush(stdout);
 	pid = fork();
-	if (pid < 0)
-		return -errno;
+	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		if (setgroups(ids->ngroups, ids->groups) || setgid(ids->gid) || setuid(ids->uid))
 			_exit(3);
@@ -145,7 +144,9 @@ static int run_as(const struct ids *ids, const char *node, const char *uio,
 		try_all(node, uio, heap_fd, r);
 		_exit(0);
 	}
-	return wait_exit(pid);
+	ASSERT_EQ(0, wait_exit(pid)) TH_LOG("child failed to drop privileges");
+	ASSERT_EQ(1, r->done);
+	ASSERT_EQ(1, r->dropped);
 }
 
 FIXTURE(perms) {
@@ -179,13 +180,6 @@ FIXTURE_TEARDOWN(perms)
 		chmod(self->node[i], 0600);
 	}
 }
-
-#define ASSERT_RAN(ret)							\
-	do {								\
-		ASSERT_EQ(0, ret) TH_LOG("child failed to drop privileges"); \
-		ASSERT_EQ(1, self->r->done);				\
-		ASSERT_EQ(1, self->r->dropped);				\
-	} while (0)
 
 /* Without an IOMMU (UIOHEAP_IOMMU) an address is physical: for CAP_SYS_RAWIO only. */
 static int unprivileged_addr_errno(void)
@@ -237,11 +231,11 @@ TEST_F(perms, nodes_are_root_only)
 		ASSERT_EQ(0, stat(path, &st));
 		EXPECT_EQ(0644, st.st_mode & 07777);
 
-		ASSERT_RAN(run_as(&nob, self->node[i], self->uio[i], -1, self->r));
+		run_as(_metadata, &nob, self->node[i], self->uio[i], -1, self->r);
 		expect_locked_out(_metadata, self->r, "nobody");
 
 		/* Group membership means nothing until the group is granted. */
-		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1, self->r));
+		run_as(_metadata, &member, self->node[i], self->uio[i], -1, self->r);
 		expect_locked_out(_metadata, self->r, "heapuser");
 
 		ASSERT_EQ(0, stat(self->node[i], &st));
@@ -271,7 +265,7 @@ TEST_F(perms, udev_rule_grants_the_group)
 		ASSERT_EQ(0, stat(self->node[i], &st));
 		EXPECT_EQ(uioheap_gid(), st.st_gid);
 
-		ASSERT_RAN(run_as(&member, self->node[i], self->uio[i], -1, self->r));
+		run_as(_metadata, &member, self->node[i], self->uio[i], -1, self->r);
 		EXPECT_EQ(0, self->r->open_rw);
 		EXPECT_EQ(0, self->r->open_ro);
 		EXPECT_EQ(0, self->r->alloc) TH_LOG("alloc: %s", strerror(self->r->alloc));
@@ -285,12 +279,12 @@ TEST_F(perms, udev_rule_grants_the_group)
 		/* Still no say over the mask or the limit. */
 		expect_no_sysfs_writes(_metadata, self->r, "heapuser");
 
-		ASSERT_RAN(run_as(&primary, self->node[i], self->uio[i], -1, self->r));
+		run_as(_metadata, &primary, self->node[i], self->uio[i], -1, self->r);
 		EXPECT_EQ(0, self->r->open_rw);
 		EXPECT_EQ(0, self->r->alloc);
 		expect_no_sysfs_writes(_metadata, self->r, "primary group");
 
-		ASSERT_RAN(run_as(&nob, self->node[i], self->uio[i], -1, self->r));
+		run_as(_metadata, &nob, self->node[i], self->uio[i], -1, self->r);
 		expect_locked_out(_metadata, self->r, "nobody");
 
 		EXPECT_EQ(mask[i], heap_ull(self->uio[i], "dma_mask_bits"));
@@ -309,7 +303,7 @@ TEST_F(perms, fds_handed_down_keep_working)
 
 	heap = open(self->node[0], O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, heap);
-	ASSERT_RAN(run_as(&nob, self->node[0], self->uio[0], heap, self->r));
+	run_as(_metadata, &nob, self->node[0], self->uio[0], heap, self->r);
 	EXPECT_EQ(EACCES, self->r->open_rw);
 	EXPECT_EQ(0, self->r->alloc);
 	/* The address is the one thing the caller's own privilege decides. */
@@ -352,7 +346,7 @@ TEST_F(perms, physical_addresses_need_cap_sys_rawio)
 		ASSERT_LE(0, fd);
 		close(fd);
 	}
-	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
+	run_as(_metadata, &member, self->node[0], self->uio[0], -1, self->r);
 	EXPECT_EQ(0, self->r->addr) TH_LOG("address: %s", strerror(self->r->addr));
 	EXPECT_EQ(0, self->r->import) TH_LOG("import: %s", strerror(self->r->import));
 	/* Only a physical address handed out taints. */
@@ -360,7 +354,7 @@ TEST_F(perms, physical_addresses_need_cap_sys_rawio)
 		  !!(read_ull("/proc/sys/kernel/tainted", 0) & (1ULL << TAINT_USER_BIT)));
 
 	ASSERT_EQ(0, write_str(UNSAFE_PARAM, "0"));
-	ASSERT_RAN(run_as(&member, self->node[0], self->uio[0], -1, self->r));
+	run_as(_metadata, &member, self->node[0], self->uio[0], -1, self->r);
 	EXPECT_EQ(unprivileged_addr_errno(), self->r->addr);
 	EXPECT_EQ(unprivileged_addr_errno(), self->r->import);
 }
