@@ -352,11 +352,8 @@ uint64_t edu_narrow_mask(void)
 int edu_pci(bool narrow, char *pci, size_t size)
 {
 	const char *env = getenv(narrow ? "UIOHEAP_EDU28" : "UIOHEAP_EDU64");
-	size_t n;
+	size_t n = env ? strcspn(env, " +,") : 0;
 
-	if (!env)
-		return -ENOENT;
-	n = strcspn(env, " +,");
 	if (!n || n >= size)
 		return -ENOENT;
 	memcpy(pci, env, n);
