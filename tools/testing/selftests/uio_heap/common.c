@@ -1084,8 +1084,9 @@ int iotlb_flush_probe(const char *events, bool translated, const char **flush)
 
 	for (i = 0; i < ARRAY_SIZE(flushes); i++) {
 		*flush = translated ? flushes[i] : NULL;
-		snprintf(all, sizeof(all), "%s%s%s%s", events, *flush ? "p:uioheap/iotlb_flush " : "",
-			 *flush ?: "", *flush ? "\n" : "");
+		ret = snprintf(all, sizeof(all), "%s", events);
+		if (*flush)
+			snprintf(all + ret, sizeof(all) - ret, "p:uioheap/iotlb_flush %s\n", *flush);
 		ret = kprobes_start(all);
 		if (ret != -ENOENT || !*flush)
 			break;
@@ -1106,7 +1107,7 @@ void edu_heaps_replug(struct edu_heaps *h)
 		replug_pci(h->pci[i], h->uio[i], sizeof(h->uio[i]));
 }
 
-/* The wide edu back by @how ("bind", "rescan" or "new_id"): its heap works within @ms, in how long. */
+/* The wide edu back by @how ("bind", "rescan", "new_id"): its heap works within @ms, in ms. */
 long long wide_edu_back(struct __test_metadata *_metadata, struct edu_heaps *h,
 			const char *how, int ms)
 {

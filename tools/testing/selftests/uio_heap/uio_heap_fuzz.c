@@ -183,26 +183,14 @@ static int fz_touch(struct fz *f, struct fz_map *m)
 	return ret;
 }
 
-/* Signs every page of a fresh read-write buffer, which must read zero. */
-static void fz_sign(struct fz *f, struct fz_buf *b)
-{
-	struct fz_map m = { .p = uioheap_map(b->fd, b->len), .len = b->len, .id = b->id };
-	uint64_t seen;
-	size_t at;
-
-	if (!m.p) {
-		fz_bad(f, "mmap of a fresh %zu-byte buffer: %s", b->len, strerror(errno));
-		return;
-	}
-	b->sig = !fz_touch(f, &m) && !sig_pages(m.p, 0, b->len / PAGE_SZ, b->id, true, &at, &seen);
-	munmap(m.p, b->len);
-}
-
 /* Keeps a new dma-buf in the pool, or closes it. */
 static void fz_adopt(struct fz *f, int fd, int dev, size_t len, int acc)
 {
+	struct fz_map m = { .len = len };
 	struct fz_buf *b;
 	struct stat st;
+	uint64_t seen;
+	size_t at;
 
 	if (fstat(fd, &st) || (size_t)st.st_size != len)
 		fz_bad(f, "new dma-buf fd %d: size %lld, expected %zu", fd,
@@ -215,9 +203,18 @@ static void fz_adopt(struct fz *f, int fd, int dev, size_t len, int acc)
 	f->known[fd] = true;
 	b = &f->buf[f->nbuf++];
 	*b = (struct fz_buf){ .fd = fd, .dev = dev, .len = len, .id = ++f->next_id, .acc = acc };
-	if (acc == O_RDWR)
-		fz_sign(f, b);
 	f->sh->allocs++;
+	if (acc != O_RDWR)
+		return;
+	/* A fresh read-write buffer reads zero: every page gets its signature. */
+	m.p = uioheap_map(fd, len);
+	m.id = b->id;
+	if (!m.p) {
+		fz_bad(f, "mmap of a fresh %zu-byte buffer: %s", len, strerror(errno));
+		return;
+	}
+	b->sig = !fz_touch(f, &m) && !sig_pages(m.p, 0, len / PAGE_SZ, b->id, true, &at, &seen);
+	munmap(m.p, len);
 }
 
 static void fz_drop_buf(struct fz *f, int i)

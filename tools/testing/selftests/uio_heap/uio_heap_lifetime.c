@@ -269,10 +269,7 @@ static unsigned long long reads_in_flight(void)
 	return strtoull(line, NULL, 10);
 }
 
-/*
- * The device goes during a 5 s O_DIRECT read into the buffer: the mappings fault at
- * once, the pinned pages stay until the read completes, then the buffer goes.
- */
+/* The device goes during a 5 s O_DIRECT read: mappings fault, pinned pages stay till it ends. */
 TEST_F(dev, odirect_read_in_flight_when_device_goes)
 {
 	struct held_buf hb;
@@ -346,10 +343,7 @@ TEST_F(dev, importer_mapped_when_device_goes)
 	wide_edu_back(_metadata, &self->h, "bind", 5000);
 }
 
-/*
- * An import is unmapped and given back to its exporter when the device goes (DMA-API
- * debug reports a mapping left behind); the handle stays releasable.
- */
+/* An import is unmapped (DMA-API debug sees) and given back when the device goes. */
 TEST_F(dev, import_given_back_when_device_goes)
 {
 	/* The exporter: the other edu's heap, which stays. */

@@ -16,10 +16,7 @@ static struct first_error errs;
 static long long deadline;
 static uint64_t seed;
 
-/*
- * Processes x threads allocate, map, check and free on both heaps: page signatures hold,
- * addresses are aligned, within the mask and stable, and live buffers never overlap.
- */
+/* Processes x threads allocate, map, check, free: signatures hold, addresses fit, never overlap. */
 #define STRESS_PROCS	4
 #define STRESS_THREADS	4
 #define STRESS_LIVE	8
@@ -558,6 +555,8 @@ static int inject_import(struct __test_metadata *_metadata, FIXTURE_DATA(inject)
  * before the exporter (the other edu's heap) gets the buffer back.  failslab's space budget is
  * bisected to where imports start to work, then walked down to a failure after the mapping.
  */
+#define UNMAP_PROBE	"p:uioheap/unmap iommu_dma_unmap_sg\n"
+
 TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
 {
 	unsigned long long bytes[2], bufs[2], imported[2], imports[2];
@@ -574,7 +573,7 @@ TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
 		probed[h] = heap_translated(_metadata, self->uio[h]);
 	}
 	if (probed[0] || probed[1])
-		ASSERT_EQ(0, iotlb_flush_probe("p:uioheap/unmap iommu_dma_unmap_sg\n", true, &flush));
+		ASSERT_EQ(0, iotlb_flush_probe(UNMAP_PROBE, true, &flush));
 	ASSERT_EQ(0, inject_arm(0, "100", "-1"));
 	for (h = 0; h < self->n; h++) {
 		heap = open(self->node[!h], O_RDWR | O_CLOEXEC);
@@ -611,10 +610,7 @@ TEST_F_TIMEOUT(inject, import_failures_are_clean, 300)
 	summary("import_attempts=%ld import_failures_after_mapping=%ld", tries, late);
 }
 
-/*
- * Hot-unplug races: the holder keeps a mapped buffer the device DMAs into, workers allocate,
- * map, query and free, a toucher faults a buffer in and a closer drops many, as it goes.
- */
+/* The unplug races a holder's buffer under DMA, workers, a toucher's faults and a closer. */
 #define UNPLUG_WORKERS		3
 #define UNPLUG_CLOSER_BUFS	128
 
