@@ -312,8 +312,7 @@ TEST_F_TIMEOUT(heaps, max_bytes_under_concurrency, 120)
 	EXPECT_LE(10, toggles) TH_LOG("the limit moved %d times", toggles);
 	EXPECT_LE(SZ_1M / 2, atomic_load(&lim_max_held)) TH_LOG("the heap was never full");
 	EXPECT_EQ(0, uioheap_sysfs_write(uio, "max_bytes", 0));
-	EXPECT_EQ(0, uioheap_sysfs_read(uio, "max_bytes", &v));
-	EXPECT_EQ(0, v);
+	EXPECT_EQ(0, heap_ull(uio, "max_bytes"));
 	expect_usage(_metadata, uio, lim_base, 0);
 	fds[0] = uioheap_alloc(heap, 2 * SZ_1M, O_RDWR | O_CLOEXEC);
 	EXPECT_LE(0, fds[0]) TH_LOG("2 MiB without a limit");
@@ -731,7 +730,6 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 			bool remove)
 {
 	int iterations = SHORT_LONG(5, 50), it, i, heap, buf;
-	char *pci = self->pci, *uio = self->uio, *node = self->node;
 	pthread_t tid[UNPLUG_WORKERS + 2];
 	static struct dma_pump pump;
 	unsigned char *p;
@@ -748,12 +746,12 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 		first_error_init(&errs, false);
 		seed = prng_next(&rng);
 		/* The holder: a mapped, written buffer that the device writes into all along. */
-		heap = open(node, O_RDWR | O_CLOEXEC);
+		heap = open(self->node, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, heap) TH_LOG("iteration %d: %s", it, strerror(errno));
 		buf = alloc_map(_metadata, heap, SZ_1M, &p);
 		ASSERT_EQ(0, uioheap_dma_addr(heap, buf, &addr, NULL));
 		memset(p, 0x6b, SZ_1M);
-		why = dma_pump_start(&pump, uio, heap, addr);
+		why = dma_pump_start(&pump, self->uio, heap, addr);
 		ASSERT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
 		race.touch_len = SZ_64K << prng_below(&rng, 3);
 		race.touch_buf = alloc_map(_metadata, heap, race.touch_len, NULL);
@@ -761,7 +759,7 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 			race.closer_fds[i] = alloc_map(_metadata, heap, PAGE_SZ, NULL);
 		/* Opened here: a thread that TCG starts late could find the node gone. */
 		for (i = 0; i < UNPLUG_WORKERS; i++) {
-			race.heap[i] = open(node, O_RDWR | O_CLOEXEC);
+			race.heap[i] = open(self->node, O_RDWR | O_CLOEXEC);
 			ASSERT_LE(0, race.heap[i]);
 			ASSERT_EQ(0, pthread_create(&tid[i], NULL, unplug_worker, &race.heap[i]));
 		}
@@ -776,7 +774,7 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 		why = dma_pump_landed(&pump, p);
 		EXPECT_EQ(NULL, why) TH_LOG("iteration %d: %s", it, why);
 		atomic_store(&race.removing, 1);
-		ASSERT_EQ(0, unplug_pci(pci, remove));
+		ASSERT_EQ(0, unplug_pci(self->pci, remove));
 		atomic_store(&race.gone, 1);
 		expect_revoked(_metadata, heap, buf, p, SZ_1M);
 		dma_pump_stop(&pump);
@@ -796,11 +794,11 @@ static void unplug_loop(struct __test_metadata *_metadata, FIXTURE_DATA(unplug) 
 		EXPECT_EQ(0, munmap(p, SZ_1M));
 		EXPECT_EQ(0, close(buf));
 		EXPECT_EQ(0, close(heap));
-		EXPECT_FALSE(path_exists(node));
-		snprintf(cls, sizeof(cls), "/sys/class/uio_heap/%s", uio);
+		EXPECT_FALSE(path_exists(self->node));
+		snprintf(cls, sizeof(cls), "/sys/class/uio_heap/%s", self->uio);
 		EXPECT_FALSE(path_exists(cls));
 		wide_edu_back(_metadata, &self->h, remove ? "rescan" : "bind", 10000);
-		expect_usage(_metadata, uio, 0, 0);
+		expect_usage(_metadata, self->uio, 0, 0);
 		if (_metadata->exit_code)
 			break;
 	}
