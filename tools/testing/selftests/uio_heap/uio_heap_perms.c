@@ -19,7 +19,7 @@ struct ids {
 /* Field @field (0-based) of /etc/@file's line for @name, else @def. */
 static long etc_lookup(const char *file, const char *name, int field, long def)
 {
-	char path[32], line[256], *p, *tok;
+	char path[32], line[256], *p;
 	long val = -1;
 	FILE *f;
 	int i;
@@ -30,13 +30,12 @@ static long etc_lookup(const char *file, const char *name, int field, long def)
 		return def;
 	while (val < 0 && fgets(line, sizeof(line), f)) {
 		p = line;
-		tok = strsep(&p, ":");
-		if (!tok || strcmp(tok, name))
+		if (strcmp(strsep(&p, ":"), name))
 			continue;
-		for (i = 1; i <= field && p; i++)
-			tok = strsep(&p, ":");
-		if (tok && i > field)
-			val = strtol(tok, NULL, 10);
+		for (i = 1; i < field && p; i++)
+			strsep(&p, ":");
+		if (p)
+			val = strtol(p, NULL, 10);
 	}
 	fclose(f);
 	return val >= 0 ? val : def;
