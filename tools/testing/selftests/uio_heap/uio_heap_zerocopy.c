@@ -58,6 +58,7 @@ struct zbuf {
 	int fd;
 	unsigned char *p;
 	uint64_t addr;
+	size_t len;
 	bool cached;
 };
 
@@ -67,46 +68,51 @@ static int zbuf_cpu(const struct zbuf *b, bool start, bool write)
 	return b->cached ? uioheap_sync(b->fd, start, write) : 0;
 }
 
-/* A buffer of @heap, filled with the sequence of @seed unless 0. */
+/* The first @len bytes, read between the syncs, are the sequence of @seed (and both syncs work). */
+static bool zbuf_holds(const struct zbuf *b, size_t len, uint64_t seed)
+{
+	bool holds;
+
+	if (zbuf_cpu(b, true, false))
+		return false;
+	holds = prng_holds(b->p, len, seed);
+	return !zbuf_cpu(b, false, false) && holds;
+}
+
+/* A buffer of @len bytes of @heap, filled by the CPU with the sequence of @seed unless 0. */
 static void zbuf_new(struct __test_metadata *_metadata, struct zbuf *b, int heap, bool cached,
-		     uint64_t seed)
+		     size_t len, uint64_t seed)
 {
 	b->cached = cached;
-	b->fd = alloc_map(_metadata, heap, ZC_LEN, &b->p);
+	b->len = len;
+	b->fd = alloc_map(_metadata, heap, len, &b->p);
 	ASSERT_EQ(0, uioheap_dma_addr(heap, b->fd, &b->addr, NULL));
 	if (!seed)
 		return;
 	ASSERT_EQ(0, zbuf_cpu(b, true, true));
-	prng_fill(b->p, ZC_LEN, seed);
+	prng_fill(b->p, len, seed);
 	ASSERT_EQ(0, zbuf_cpu(b, false, true));
 }
 
 static void zbuf_free(struct zbuf *b)
 {
-	munmap(b->p, ZC_LEN);
+	munmap(b->p, b->len);
 	close(b->fd);
 }
 
+/* The target holds other CPU-written bytes (dirty lines, on uioN-cached) the device replaces. */
 TEST_F(zc, device_dma_through_the_node)
 {
 	struct zbuf a, b;
 	int i;
 
 	for (i = 0; i < 2; i++) {
-		zbuf_new(_metadata, &a, self->heap[i], variant->cached, 0x5eed0 + i);
-		zbuf_new(_metadata, &b, self->heap[i], variant->cached, 0);
+		zbuf_new(_metadata, &a, self->heap[i], variant->cached, ZC_LEN, 0x5eed0 + i);
+		zbuf_new(_metadata, &b, self->heap[i], variant->cached, ZC_LEN, 0xb0b0 + i);
 		EXPECT_GE(self->mask[i], a.addr + ZC_LEN - 1);
-
-		ASSERT_EQ(0, zbuf_cpu(&b, true, true));
-		memset(b.p, 0, ZC_LEN);
-		ASSERT_EQ(0, zbuf_cpu(&b, false, true));
-
 		ASSERT_EQ(0, edu_copy(self->uio[i], a.addr, b.addr, ZC_DEV_LEN));
-
-		ASSERT_EQ(0, zbuf_cpu(&b, true, false));
-		EXPECT_TRUE(prng_holds(b.p, ZC_DEV_LEN, 0x5eed0 + i))
+		EXPECT_TRUE(zbuf_holds(&b, ZC_DEV_LEN, 0x5eed0 + i))
 			TH_LOG("%s: the device's bytes did not arrive", self->name[i]);
-		ASSERT_EQ(0, zbuf_cpu(&b, false, false));
 		zbuf_free(&a);
 		zbuf_free(&b);
 	}
@@ -120,10 +126,9 @@ TEST_F(zc, o_direct_disk_to_device)
 
 	disk = open(RAMDISK, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, disk) TH_LOG(RAMDISK ": %s", strerror(errno));
-
-	zbuf_new(_metadata, &a, self->heap[1], variant->cached, 0xd15c);
-	zbuf_new(_metadata, &b, self->heap[1], variant->cached, 0);
-	zbuf_new(_metadata, &c, self->heap[1], variant->cached, 0);
+	zbuf_new(_metadata, &a, self->heap[1], variant->cached, ZC_LEN, 0xd15c);
+	zbuf_new(_metadata, &b, self->heap[1], variant->cached, ZC_LEN, 0);
+	zbuf_new(_metadata, &c, self->heap[1], variant->cached, ZC_LEN, 0);
 
 	if (self->uncached) {
 		EXPECT_ERRNO(EFAULT, pwrite(disk, a.p, ZC_LEN, 0));
@@ -135,15 +140,10 @@ TEST_F(zc, o_direct_disk_to_device)
 		TH_LOG("O_DIRECT write from the buffer: %s", strerror(errno));
 	EXPECT_EQ((ssize_t)ZC_LEN, pread(disk, b.p, ZC_LEN, 0))
 		TH_LOG("O_DIRECT read into the buffer: %s", strerror(errno));
-	ASSERT_EQ(0, zbuf_cpu(&b, true, false));
-	EXPECT_TRUE(prng_holds(b.p, ZC_LEN, 0xd15c));
-	ASSERT_EQ(0, zbuf_cpu(&b, false, false));
-
+	EXPECT_TRUE(zbuf_holds(&b, ZC_LEN, 0xd15c));
 	ASSERT_EQ(0, edu_copy(self->uio[1], b.addr, c.addr, ZC_DEV_LEN));
-	ASSERT_EQ(0, zbuf_cpu(&c, true, false));
-	EXPECT_TRUE(prng_holds(c.p, ZC_DEV_LEN, 0xd15c))
+	EXPECT_TRUE(zbuf_holds(&c, ZC_DEV_LEN, 0xd15c))
 		TH_LOG("the device did not get the bytes from disk");
-	ASSERT_EQ(0, zbuf_cpu(&c, false, false));
 out:
 	zbuf_free(&a);
 	zbuf_free(&b);
@@ -157,15 +157,14 @@ out:
  */
 TEST_F(zc, vmsplice_process_vm_readv_and_proc_mem)
 {
-	unsigned char *out = malloc(ZC_LEN);
+	unsigned char out[ZC_LEN];
 	struct iovec local, remote;
 	struct zbuf a;
 	int pipefd[2], mem;
 	size_t got = 0;
 	ssize_t n;
 
-	ASSERT_NE(NULL, out);
-	zbuf_new(_metadata, &a, self->heap[1], variant->cached, 0x5911ce);
+	zbuf_new(_metadata, &a, self->heap[1], variant->cached, ZC_LEN, 0x5911ce);
 	mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, mem);
 	ASSERT_EQ(0, pipe(pipefd));
@@ -199,7 +198,6 @@ out:
 	close(pipefd[1]);
 	close(mem);
 	zbuf_free(&a);
-	free(out);
 }
 
 /* One IORING_OP_READ_FIXED of @len bytes at 0 into registered buffer 0. */
@@ -255,8 +253,8 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 	ASSERT_LE(0, ring) TH_LOG("io_uring_setup: %s", strerror(errno));
 	disk = open(RAMDISK, O_RDWR | O_DIRECT | O_CLOEXEC);
 	ASSERT_LE(0, disk) TH_LOG(RAMDISK ": %s", strerror(errno));
-	zbuf_new(_metadata, &a, self->heap[1], variant->cached, 0x1047);
-	zbuf_new(_metadata, &b, self->heap[1], variant->cached, 0);
+	zbuf_new(_metadata, &a, self->heap[1], variant->cached, ZC_LEN, 0x1047);
+	zbuf_new(_metadata, &b, self->heap[1], variant->cached, ZC_LEN, 0);
 	iov = (struct iovec){ b.p, ZC_LEN };
 	if (self->uncached) {
 		EXPECT_ERRNO(EFAULT, syscall(__NR_io_uring_register, ring,
@@ -270,10 +268,7 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 		SKIP(goto out, "this io_uring refuses file-backed memory");
 	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
 	EXPECT_EQ((int)ZC_LEN, uring_read_fixed(ring, &params, disk, b.p, ZC_LEN));
-	ASSERT_EQ(0, zbuf_cpu(&b, true, false));
-	EXPECT_TRUE(prng_holds(b.p, ZC_LEN, 0x1047));
-	ASSERT_EQ(0, zbuf_cpu(&b, false, false));
-
+	EXPECT_TRUE(zbuf_holds(&b, ZC_LEN, 0x1047));
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS, NULL, 0));
 out:
 	zbuf_free(&a);
@@ -311,22 +306,16 @@ TEST_F(big, size_beyond_the_page_allocator_needs_the_iommu)
 		goto out;
 	}
 
-	a.fd = alloc_map(_metadata, heap, len, &a.p);
-	ASSERT_EQ(0, uioheap_dma_addr(heap, a.fd, &a.addr, NULL));
-	a.cached = true;
+	zbuf_new(_metadata, &a, heap, true, len, 0);
 	EXPECT_GE(self->mask[1], a.addr + len - 1);
-
 	/* The device copies the last page's bytes to the first page. */
 	ASSERT_EQ(0, zbuf_cpu(&a, true, true));
 	prng_fill(a.p + len - PAGE_SZ, PAGE_SZ, 0xb16);
 	memset(a.p, 0, PAGE_SZ);
 	ASSERT_EQ(0, zbuf_cpu(&a, false, true));
 	ASSERT_EQ(0, edu_copy(self->uio[1], a.addr + len - PAGE_SZ, a.addr, ZC_DEV_LEN));
-	ASSERT_EQ(0, zbuf_cpu(&a, true, false));
-	EXPECT_TRUE(prng_holds(a.p, ZC_DEV_LEN, 0xb16));
-	ASSERT_EQ(0, zbuf_cpu(&a, false, false));
-	munmap(a.p, len);
-	close(a.fd);
+	EXPECT_TRUE(zbuf_holds(&a, ZC_DEV_LEN, 0xb16));
+	zbuf_free(&a);
 out:
 	close(heap);
 	uioheap_sysfs_write(name, "max_bytes", max);
