@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Imports of the other edu's heap's, the system heap's, udmabuf's and vgem's dma-bufs:
- * the wide edu DMAs both ways at both ends, checked in the exporter's mapping.  Without
- * an IOMMU only a contiguous buffer is one range: one page, and scattered ones ERANGE.
+ * Imports of the other edu's heap's, the system heap's, udmabuf's and vgem's dma-bufs, DMAed both
+ * ways at both ends by the wide edu.  Without an IOMMU only one page is surely one range.
  */
 #include "kselftest_harness.h"
 #include "common.h"
@@ -132,10 +131,7 @@ TEST_F(imp, udmabuf_from_a_memfd)
 	if (buf == -ENOENT)
 		SKIP(return, "kernel without udmabuf");
 	ASSERT_LE(0, buf) TH_LOG("udmabuf: %s", strerror(-buf));
-	/*
-	 * No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked, not the one it
-	 * mapped, which DMA-API debugging reports.  memfd pages need no cache maintenance on x86.
-	 */
+	/* No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked, not the one mapped. */
 	import_and_dma(_metadata, self, buf, p, -1);
 	if (self->translated)
 		return;
@@ -355,15 +351,11 @@ TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 
 /* vgem's FENCE_ATTACH puts an unsignalled fence (10 s) on a buffer; FENCE_SIGNAL signals it. */
 struct vgem_fence_attach {
-	__u32 handle;
-	__u32 flags;
-	__u32 out_fence;
-	__u32 pad;
+	__u32 handle, flags, out_fence, pad;
 };
 
 struct vgem_fence_signal {
-	__u32 fence;
-	__u32 flags;
+	__u32 fence, flags;
 };
 
 #define VGEM_FENCE_WRITE		0x1
@@ -388,8 +380,7 @@ static int timed_import(int heap, int fd, __u32 flags, long long *ms)
  */
 TEST_F(imp, waits_for_the_exporters_fences)
 {
-	struct vgem_create_dumb dumb = { .height = 1, .width = PAGE_SZ, .bpp = 8 };
-	struct vgem_prime_handle prime = { .flags = O_RDWR | O_CLOEXEC };
+	struct vgem_prime_handle prime = { 0 };
 	struct vgem_fence_attach fence = { .flags = VGEM_FENCE_WRITE };
 	struct vgem_fence_signal sig = { 0 };
 	int handle, drm = vgem_open(_metadata);
@@ -398,10 +389,11 @@ TEST_F(imp, waits_for_the_exporters_fences)
 
 	if (drm < 0)
 		SKIP(return, "kernel without vgem");
-	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_MODE_CREATE_DUMB, &dumb));
-	prime.handle = dumb.handle;
-	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_PRIME_HANDLE_TO_FD, &prime));
-	fence.handle = dumb.handle;
+	/* The dma-buf, and a GEM handle of its object to fence. */
+	prime.fd = vgem_dmabuf(drm, PAGE_SZ);
+	ASSERT_LE(0, prime.fd) TH_LOG("vgem dumb buffer: %s", strerror(-prime.fd));
+	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_PRIME_FD_TO_HANDLE, &prime));
+	fence.handle = prime.handle;
 	ASSERT_EQ(0, ioctl(drm, VGEM_IOCTL_FENCE_ATTACH, &fence))
 		TH_LOG("vgem fence: %s", strerror(errno));
 
