@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * uio_heap NVMe selftests: the example driver (tools/nvme/) drives QEMU's nvme, bound to
- * uio_pci_generic and named in UIOHEAP_NVME, through uio-heap buffers.  Reads are checked
- * against the image the host filled from UIOHEAP_NVME_SEED (tools/nvme/pattern.h), not
- * against the driver.  A missing controller fails.  Each test prints "# summary: nvme_ios=N".
+ * tools/nvme/'s driver runs QEMU's nvme (UIOHEAP_NVME, on uio_pci_generic; missing fails) through
+ * heap buffers; reads are checked against the image UIOHEAP_NVME_SEED filled (nvme/pattern.h).
  */
 #include "kselftest_harness.h"
 #include "common.h"
