@@ -32,14 +32,9 @@ FIXTURE_SETUP(imp)
 	ASSERT_EQ(0, uioheap_dma_addr(self->heap, self->stage, &self->stage_addr, NULL));
 }
 
+/* The test's exit releases its fds and mappings; releases a test checks are in the test. */
 FIXTURE_TEARDOWN(imp)
 {
-	if (self->stage_p)
-		munmap(self->stage_p, PAGE_SZ);
-	if (self->stage > 0)
-		close(self->stage);
-	if (self->heap > 0)
-		close(self->heap);
 	edu_heaps_restore(&self->h);
 }
 
@@ -50,7 +45,7 @@ static void cpu_sync(int sync_fd, bool start, bool write)
 		uioheap_sync(sync_fd, start, write);
 }
 
-/* Imports @fd, mapped at @p (synced on @sync_fd if >= 0), DMAs both ways, both ends; frees it. */
+/* Imports @fd (mapped at @p, synced on @sync_fd if >= 0), DMAs both ways at both ends. */
 static void import_and_dma(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(imp) *self, int fd, unsigned char *p,
 			   int sync_fd)
@@ -87,8 +82,6 @@ static void import_and_dma(struct __test_metadata *_metadata,
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
 	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
 	EXPECT_EQ(before, heap_ull(self->uio[1], "imported_bytes"));
-	munmap(p, self->len);
-	close(fd);
 }
 
 TEST_F(imp, uio_heap_buffer_of_another_device)
@@ -117,7 +110,6 @@ TEST_F(imp, system_heap_buffer)
 	ASSERT_NE(NULL, p);
 
 	import_and_dma(_metadata, self, alloc.fd, p, alloc.fd);
-	close(sys);
 }
 
 TEST_F(imp, udmabuf_from_a_memfd)
@@ -145,8 +137,6 @@ TEST_F(imp, udmabuf_from_a_memfd)
 	if (ret > 0)
 		EXPECT_EQ(0, uioheap_unimport(self->heap, ret));
 	EXPECT_EQ(before, heap_ull(self->uio[1], "imports"));
-	munmap(p, SZ_1M);
-	close(buf);
 }
 
 TEST_F(imp, vgem_buffer)
@@ -162,7 +152,6 @@ TEST_F(imp, vgem_buffer)
 	ASSERT_NE(NULL, p);
 
 	import_and_dma(_metadata, self, buf, p, buf);
-	close(drm);
 }
 
 /* The import holds the buffer: the exporter's fd may go first (the memfd shows the bytes). */
@@ -184,7 +173,6 @@ TEST_F(imp, exporter_fd_closed_while_imported)
 	ASSERT_EQ(0, edu_copy(self->uio[1], self->stage_addr, addr, DEV_LEN));
 	EXPECT_TRUE(prng_holds(p, DEV_LEN, 0x5e5e));
 	EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
-	munmap(p, self->len);
 }
 
 /*
@@ -220,11 +208,6 @@ TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 		EXPECT_TRUE(prng_holds(p, DEV_LEN, 0x2828));
 		EXPECT_EQ(0, uioheap_unimport(heap, handle));
 	}
-	munmap(p, self->len);
-	close(buf);
-	munmap(sp, PAGE_SZ);
-	close(stage);
-	close(heap);
 }
 
 TEST_F(imp, bad_requests)
@@ -269,7 +252,6 @@ TEST_F(imp, bad_requests)
 	EXPECT_NE(handle, other);
 	EXPECT_EQ(-ENOENT, uioheap_unimport(self->heap, handle));
 	EXPECT_EQ(0, uioheap_unimport(self->heap, other));
-	close(buf);
 }
 
 /* Imports count in sysfs and against max_bytes; closing the heap fd ends them. */
@@ -299,7 +281,6 @@ TEST_F(imp, counted_limited_and_ended_by_close)
 	close(heap);
 	EXPECT_EQ(n0, heap_ull(self->uio[1], "imports"));
 	EXPECT_EQ(b0, heap_ull(self->uio[1], "imported_bytes"));
-	close(buf);
 }
 
 /*
@@ -345,8 +326,6 @@ TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 	EXPECT_TRUE(is_filled(self->stage_p, DEV_LEN, 0))
 		TH_LOG("the device did not read the buffer");
 	EXPECT_EQ(0, uioheap_unimport(self->heap, data.handle));
-	munmap(p, self->len);
-	close(data.fd);
 }
 
 /* vgem's FENCE_ATTACH puts an unsignalled fence (10 s) on a buffer; FENCE_SIGNAL signals it. */
@@ -420,8 +399,6 @@ TEST_F(imp, waits_for_the_exporters_fences)
 	EXPECT_EQ(0, wait_exit(child));
 	if (handle > 0)
 		EXPECT_EQ(0, uioheap_unimport(self->heap, handle));
-	close(prime.fd);
-	close(drm);
 }
 
 /* An import, like a buffer, keeps the mask from narrowing below it until released. */
@@ -441,7 +418,6 @@ TEST_F(imp, mask_narrowing_below_an_import_is_refused)
 	EXPECT_EQ(0, uioheap_unimport(heap, handle));
 	/* Released, nothing holds the mask (EIO: below what arm64's RAM needs). */
 	EXPECT_NE(-EBUSY, uioheap_sysfs_write(self->uio[0], "dma_mask_bits", bits));
-	close(heap);
 }
 
 TEST_HARNESS_MAIN

@@ -177,7 +177,6 @@ static void reads_match(struct __test_metadata *_metadata, FIXTURE_DATA(nvme) *s
 	nvme_dma_free(&buf);
 	data_alloc(_metadata, self, &big, c->max_xfer + c->page, cached);
 	read_check(_metadata, self, 5, c->max_xfer / c->lba_size, &big, c->page / 2);
-	nvme_dma_free(&big);
 }
 
 TEST_F_TIMEOUT(nvme, reads_match_the_image, TIMEOUT)
@@ -209,7 +208,6 @@ TEST_F_TIMEOUT(nvme, prp_list_transfers, TIMEOUT)
 		for (j = 0; j < ARRAY_SIZE(offs); j++)
 			read_check(_metadata, self, 7 * i + j, lens[i], &buf, offs[j]);
 	}
-	nvme_dma_free(&buf);
 }
 
 /* Writes to the scratch area read back; the blocks around stay as they were. */
@@ -256,9 +254,6 @@ static void writes_read_back(struct __test_metadata *_metadata, FIXTURE_DATA(nvm
 			TH_LOG("a block next to the write changed");
 		lba += lens[i] + 2;
 	}
-	nvme_dma_free(&out);
-	nvme_dma_free(&in);
-	nvme_dma_free(&edges);
 }
 
 TEST_F_TIMEOUT(nvme, writes_read_back, TIMEOUT)
@@ -385,12 +380,10 @@ TEST_F_TIMEOUT(nvme, dma_addresses_follow_the_iommu, TIMEOUT)
 			same += is == PAGE_AT_ADDR;
 		}
 	}
-	close(kcore);
 	TH_LOG("IOMMU %s: %u of %u pages physically at their DMA address (data %#llx, from %s)",
 	       iommu, same, pages, (unsigned long long)data.addr,
 	       kcore >= 0 ? "/proc/kcore" : DMA_API_DUMP);
 	EXPECT_EQ(on ? 0 : pages, same);
-	nvme_dma_free(&data);
 }
 
 /* Command errors come back decoded; the controller goes on working. */
@@ -409,7 +402,6 @@ TEST_F_TIMEOUT(nvme, command_errors_are_decoded, TIMEOUT)
 		      "Invalid Field in Command");
 	EXPECT_EQ(0x002, c->status & 0x7ff);
 	read_check(_metadata, self, 0, 1, &buf, 0);
-	nvme_dma_free(&buf);
 }
 
 /* A command never fetched (bus mastering off) times out, CSTS said; nvme_open() recovers. */
@@ -490,7 +482,6 @@ TEST_F_TIMEOUT(nvme, program_reads_the_image, TIMEOUT)
 		EXPECT_LE(len / (self->c.max_xfer ? : len), ios);
 		self->ios += ios;
 	}
-	free(data);
 }
 
 /* Not an NVMe controller, no UIO device, no heap: refused, and said why. */
@@ -530,7 +521,7 @@ TEST_F_TIMEOUT(nvme, freed_buffer_is_out_of_the_devices_reach, TIMEOUT)
 	const uint32_t nlb = self->c.page / self->c.lba_size;
 	char mode[16] = "", pci[32], edu[16];
 	struct nvme_dma buf, stale;
-	int kfd, ret, heap, taken;
+	int kfd, ret, heap;
 	unsigned char *p;
 
 	ASSERT_LT(0, heap_attr(self->c.uio, "iommu", mode, sizeof(mode)));
@@ -549,7 +540,7 @@ TEST_F_TIMEOUT(nvme, freed_buffer_is_out_of_the_devices_reach, TIMEOUT)
 	ASSERT_LE(0, kfd);
 	stale = buf;
 	nvme_dma_free(&buf);
-	taken = alloc_map(_metadata, heap, SZ_64K, &p);
+	alloc_map(_metadata, heap, SZ_64K, &p);	/* held until the test exits */
 	memset(p, 0x5a, SZ_64K);
 	/* QEMU's controller may complete it anyway: the IOMMU is the judge. */
 	ret = nvme_rw(&self->c, false, 0, nlb, &stale, 0);
@@ -557,9 +548,6 @@ TEST_F_TIMEOUT(nvme, freed_buffer_is_out_of_the_devices_reach, TIMEOUT)
 	EXPECT_TRUE(expect_fault_end(kfd, self->pci, 10000))
 		TH_LOG("no IOMMU fault for the freed buffer's IOVA");
 	EXPECT_TRUE(is_filled(p, SZ_64K, 0x5a)) TH_LOG("memory taken after the free was written");
-	munmap(p, SZ_64K);
-	close(taken);
-	close(heap);
 }
 
 /*

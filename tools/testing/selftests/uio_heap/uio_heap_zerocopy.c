@@ -44,13 +44,9 @@ FIXTURE_SETUP(zc)
 	self->uncached = !variant->cached && !coherent;
 }
 
+/* The test's exit releases its fds and mappings. */
 FIXTURE_TEARDOWN(zc)
 {
-	int i;
-
-	for (i = 0; i < 2; i++)
-		if (self->heap[i] > 0)
-			close(self->heap[i]);
 	edu_heaps_restore(&self->h);
 }
 
@@ -133,7 +129,7 @@ TEST_F(zc, o_direct_disk_to_device)
 	if (self->uncached) {
 		EXPECT_ERRNO(EFAULT, pwrite(disk, a.p, ZC_LEN, 0));
 		EXPECT_ERRNO(EFAULT, pread(disk, b.p, ZC_LEN, 0));
-		goto out;
+		return;
 	}
 	/* Between the syncs, as for a device: the block layer is one. */
 	EXPECT_EQ((ssize_t)ZC_LEN, pwrite(disk, a.p, ZC_LEN, 0))
@@ -144,11 +140,6 @@ TEST_F(zc, o_direct_disk_to_device)
 	ASSERT_EQ(0, edu_copy(self->uio[1], b.addr, c.addr, ZC_DEV_LEN));
 	EXPECT_TRUE(zbuf_holds(&c, ZC_DEV_LEN, 0xd15c))
 		TH_LOG("the device did not get the bytes from disk");
-out:
-	zbuf_free(&a);
-	zbuf_free(&b);
-	zbuf_free(&c);
-	close(disk);
 }
 
 /*
@@ -176,7 +167,7 @@ TEST_F(zc, vmsplice_process_vm_readv_and_proc_mem)
 		EXPECT_ERRNO(EFAULT, process_vm_writev(getpid(), &local, 1, &remote, 1, 0));
 		EXPECT_ERRNO(EIO, pread(mem, out, PAGE_SZ, (uintptr_t)a.p));
 		EXPECT_ERRNO(EFAULT, vmsplice(pipefd[1], &remote, 1, 0));
-		goto out;
+		return;
 	}
 	EXPECT_EQ((ssize_t)ZC_LEN, process_vm_readv(getpid(), &local, 1, &remote, 1, 0))
 		TH_LOG("process_vm_readv: %s", strerror(errno));
@@ -193,11 +184,6 @@ TEST_F(zc, vmsplice_process_vm_readv_and_proc_mem)
 		got += n;
 	EXPECT_EQ(ZC_LEN, got);
 	EXPECT_TRUE(prng_holds(out, ZC_LEN, 0x5911ce));
-out:
-	close(pipefd[0]);
-	close(pipefd[1]);
-	close(mem);
-	zbuf_free(&a);
 }
 
 /* One IORING_OP_READ_FIXED of @len bytes at 0 into registered buffer 0. */
@@ -259,22 +245,17 @@ TEST_F(zc, io_uring_reads_into_a_registered_buffer)
 	if (self->uncached) {
 		EXPECT_ERRNO(EFAULT, syscall(__NR_io_uring_register, ring,
 					     IORING_REGISTER_BUFFERS, &iov, 1));
-		goto out;
+		return;
 	}
 	ASSERT_EQ((ssize_t)ZC_LEN, pwrite(disk, a.p, ZC_LEN, 0));
 
 	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS, &iov, 1);
 	if (ret && errno == EOPNOTSUPP)
-		SKIP(goto out, "this io_uring refuses file-backed memory");
+		SKIP(return, "this io_uring refuses file-backed memory");
 	ASSERT_EQ(0, ret) TH_LOG("IORING_REGISTER_BUFFERS: %s", strerror(errno));
 	EXPECT_EQ((int)ZC_LEN, uring_read_fixed(ring, &params, disk, b.p, ZC_LEN));
 	EXPECT_TRUE(zbuf_holds(&b, ZC_LEN, 0x1047));
 	EXPECT_EQ(0, syscall(__NR_io_uring_register, ring, IORING_UNREGISTER_BUFFERS, NULL, 0));
-out:
-	zbuf_free(&a);
-	zbuf_free(&b);
-	close(disk);
-	close(ring);
 }
 
 EDU_HEAPS_FIXTURE(big);
