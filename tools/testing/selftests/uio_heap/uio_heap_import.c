@@ -123,7 +123,7 @@ TEST_F(imp, udmabuf_from_a_memfd)
 	if (buf == -ENOENT)
 		SKIP(return, "kernel without udmabuf");
 	ASSERT_LE(0, buf) TH_LOG("udmabuf: %s", strerror(-buf));
-	/* No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked, not the one mapped. */
+	/* No DMA_BUF_IOCTL_SYNC: 6.12's udmabuf syncs in the direction asked, not as mapped. */
 	import_and_dma(_metadata, self, buf, p, -1);
 	if (self->translated)
 		return;
@@ -176,9 +176,8 @@ TEST_F(imp, exporter_fd_closed_while_imported)
 }
 
 /*
- * The narrow edu imports a buffer from anywhere through the IOMMU, below its mask; without
- * one, a buffer beyond the mask is ERANGE (none of the wide edu's are below 28 bits; 32
- * bits cover three quarters of arm64's memory).
+ * Through the IOMMU the narrow edu imports any buffer below its mask; without, one beyond it is
+ * ERANGE: always at 28 bits, by chance at 32 (three quarters of arm64's memory is below).
  */
 TEST_F(imp, narrow_device_gets_an_address_below_its_mask)
 {
@@ -283,10 +282,7 @@ TEST_F(imp, counted_limited_and_ended_by_close)
 	EXPECT_EQ(b0, heap_ull(self->uio[1], "imported_bytes"));
 }
 
-/*
- * A read-only dma-buf fd is imported for device reads only: behind an IOMMU the device's
- * writes fault and change nothing (a zeroed O_RDONLY buffer of the narrow edu's heap).
- */
+/* A read-only dma-buf fd imports for device reads only: behind an IOMMU device writes fault. */
 TEST_F(imp, read_only_fd_is_read_only_for_the_device)
 {
 	struct uio_heap_import_data data = { 0 };
@@ -353,10 +349,7 @@ static int timed_import(int heap, int fd, __u32 flags, long long *ms)
 	return ret;
 }
 
-/*
- * An import waits for the exporter's fences until they signal, or ETIMEDOUT after
- * import_fence_timeout_ms (1 s); UIO_HEAP_IMPORT_NO_WAIT does not wait.
- */
+/* An import waits for fences until signalled or import_fence_timeout_ms (1 s); NO_WAIT does not. */
 TEST_F(imp, waits_for_the_exporters_fences)
 {
 	struct vgem_prime_handle prime = { 0 };

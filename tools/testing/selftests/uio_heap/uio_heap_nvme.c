@@ -334,9 +334,8 @@ TEST_F_TIMEOUT(nvme, full_queue_completes, TIMEOUT)
 }
 
 /*
- * The controller gets the heap's address: behind an IOMMU an IOVA, never the physical one; without,
- * the physical one.  Pages (DMA filled, or the commands fetched) are found by their contents in
- * /proc/kcore, else in DMA-API debug's records (first page only).
+ * Behind an IOMMU the controller gets IOVAs, never physical addresses; without, physical ones:
+ * pages are found by contents in /proc/kcore, else in DMA-API debug's records (first page only).
  */
 TEST_F_TIMEOUT(nvme, dma_addresses_follow_the_iommu, TIMEOUT)
 {
@@ -512,9 +511,8 @@ TEST_F_TIMEOUT(nvme, bad_input_is_refused, TIMEOUT)
 }
 
 /*
- * A freed buffer's IOVA is unmapped and flushed from the IOTLB before its pages go back, lazy
- * mode too: a read into the cached, stale IOVA must fault and not write the memory another
- * device's heap (this one's may reuse the IOVA) took at once.  x86: intel-iommu's reports.
+ * A freed buffer's IOVA leaves the IOTLB before its pages go back (lazy mode too): a read into it
+ * faults, not writing what another device's heap took at once.  x86: intel-iommu's reports.
  */
 TEST_F_TIMEOUT(nvme, freed_buffer_is_out_of_the_devices_reach, TIMEOUT)
 {

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Heap buffers are ordinary pages: both nodes carry device DMA and serve get_user_pages()
- * users (O_DIRECT on brd, vmsplice, process_vm_readv, io_uring), CPU access synced on
- * uioN-cached only.  Where uioN maps uncached (no snooping) each must fail with EFAULT.
+ * Heap buffers are ordinary pages: both nodes carry device DMA and serve get_user_pages() users,
+ * CPU access synced on uioN-cached only.  Where uioN maps uncached (no snooping) they get EFAULT.
  */
 #include <sys/uio.h>
 #include <linux/io_uring.h>
@@ -142,10 +141,7 @@ TEST_F(zc, o_direct_disk_to_device)
 		TH_LOG("the device did not get the bytes from disk");
 }
 
-/*
- * pin_user_pages_remote() (process_vm_readv), access_remote_vm() (/proc/self/mem) and
- * vmsplice(), which puts the pages themselves in a pipe.
- */
+/* pin_user_pages_remote(), access_remote_vm() (/proc/self/mem), vmsplice() of the pages. */
 TEST_F(zc, vmsplice_process_vm_readv_and_proc_mem)
 {
 	unsigned char out[ZC_LEN];
