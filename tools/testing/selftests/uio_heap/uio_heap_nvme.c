@@ -121,7 +121,6 @@ static void reopen_and_read(struct __test_metadata *_metadata, FIXTURE_DATA(nvme
 	ctrl_open(_metadata, self);
 	data_alloc(_metadata, self, &buf, self->c.page, false);
 	read_check(_metadata, self, 0, self->c.page / self->c.lba_size ? : 1, &buf, 0);
-	nvme_dma_free(&buf);
 }
 
 /* A call that returned @ret must have failed with @want, saying @what. */
