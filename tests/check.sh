@@ -309,6 +309,18 @@ if [ -n "$arm64" ]; then
 	pdrv_ko=$("$top/tests/arm64/pdrv.sh" "$arm64")
 	board_dtb=$("$top/tests/arm64/dtb.sh" 3G 2)
 fi
+# ksft_layout PAYLOAD: the kernel's kselftest runner in PAYLOAD/ksft, as
+# the selftests' install target would lay it out (for the tool suite).
+ksft_layout() {
+	mkdir -p "$1/ksft/uio_heap"
+	cp -r "$ksrc/tools/testing/selftests/run_kselftest.sh" \
+		"$ksrc/tools/testing/selftests/kselftest" "$1/ksft/"
+	cp "$top/tools/testing/selftests/uio_heap/settings" "$1/ksft/uio_heap/"
+	ln -s ../../uio_heap_perms "$1/ksft/uio_heap/uio_heap_perms"
+	echo uio_heap:uio_heap_perms >"$1/ksft/kselftest-list.txt"
+}
+ksft_layout "$payload"
+[ -z "$arm64" ] || ksft_layout "$payload_arm64"
 # The NVMe test image's seed (tools/nvme/pattern.h), logged to replay a run.
 nvme_seed=${UIOHEAP_NVME_SEED:-$((RANDOM << 15 | RANDOM))}
 log "NVMe image seed $nvme_seed"

@@ -204,6 +204,14 @@ tool() {
 	[ $? = 2 ]
 	tap $? "alloc of size 0: exit status 2"
 
+	# The kernel's own kselftest runner, laid out as lib.mk's install does,
+	# with the settings file's timeout.
+	out=$(./ksft/run_kselftest.sh -t uio_heap:uio_heap_perms 2>&1)
+	echo "$out" | sed 's/^/# /'
+	echo "$out" | grep -qx 'ok 1 selftests: uio_heap: uio_heap_perms' &&
+		echo "$out" | grep -qx "# timeout set to $(sed -n 's/^timeout=//p' ksft/uio_heap/settings)"
+	tap $? "run_kselftest.sh -t uio_heap:uio_heap_perms"
+
 	if [ -d pkg ]; then
 		r=$(./pkg/ld-linux-x86-64.so.2 --library-path ./pkg ./pkg/uio-heap list)
 		tap $? "packaged uio-heap (libuioheap.so.0) list"
