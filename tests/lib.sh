@@ -58,16 +58,31 @@ ksrc_dir() {
 	echo "$dir"
 }
 
-# The patched debug kernel's cache directory (tests/kernel/build.sh),
-# built by one run while any other waits for it.  Builds for other inputs
-# are dropped: the cache holds one kernel.
+# debug_kernel ROOT: the patched debug kernel's cache directory
+# (tests/kernel/build.sh), built in ROOT by one run while any other waits
+# for it.  Builds for other inputs are dropped: the cache holds one kernel.
 debug_kernel() {
 	local dir d
-	dir=$(flock "$cache/.lock-kernel" "$top/tests/kernel/build.sh") || return
-	for d in "$cache"/kernel-6.12-*; do
+	dir=$(flock "$cache/.lock-kernel" "$top/tests/kernel/build.sh" "$1") || return
+	for d in "$cache"/kernel-[0-9]*; do
 		[ "$d" = "$dir" ] || [ -L "$d" ] || flock "$cache/.lock-kernel" rm -rf "$d"
 	done
 	echo "$dir"
+}
+
+# in_root ROOT CMD...: CMD in a root of tests/kernel/root.sh, with /proc,
+# $cache and $out mounted at their own paths in a mount namespace that
+# ends with CMD: nothing stays mounted, however CMD ends.
+in_root() {
+	local root=$1
+	shift
+	unshare --mount-proc="$root/proc" sh -ec '
+		r=$1 c=$2 o=$3
+		shift 3
+		for d in "$c" "$o"; do mkdir -p "$r$d" && mount --bind "$d" "$r$d"; done
+		exec chroot "$r" env LC_ALL=C \
+			PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin "$@"' \
+		sh "$root" "$cache" "$out" "$@"
 }
 
 # build_module KDIR DEST [make args...]: builds a private copy of the
@@ -79,7 +94,15 @@ build_module() {
 	rm -rf "$dest" && mkdir -p "$dest"
 	cp -a "$top/Makefile" "$top/Kbuild" "$top/drivers" "$top/include" \
 		"$top/scripts" "$dest/"
-	make -s -C "$dest" KDIR="$kdir" "$@" 2>&1
+	# The debug kernel is built in a root: its modules are too, with its gcc.
+	if [ -f "$kdir/../root" ]; then
+		local root cc
+		root=$(cat "$kdir/../root")
+		cc=$(root_info "$root" cc)
+		in_root "$root" make -s -C "$dest" KDIR="$kdir" CC="$cc" HOSTCC="$cc" "$@" 2>&1
+	else
+		make -s -C "$dest" KDIR="$kdir" "$@" 2>&1
+	fi
 }
 
 # build_user DEST KSFT_DIR [make args...]: static userspace (demo,

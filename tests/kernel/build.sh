@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Builds the patched debug test kernel: Debian's linux-source-6.12 with
-# drivers/dma-buf/patches/ applied, configured as tinyconfig plus
-# tests/kernel/debug.config.  The result is cached outside the work tree,
+# build.sh ROOT: builds the patched debug test kernel from the linux-source
+# of ROOT (tests/kernel/root.sh; make check gives the newest of
+# trixie-backports) with drivers/dma-buf/patches/ applied, configured as
+# tinyconfig plus tests/kernel/debug.config, inside ROOT with the gcc its
+# kernel was built with.  The result is cached outside the work tree,
 # keyed by everything that goes into it, so an unchanged kernel costs
 # nothing; ccache makes a changed one cheaper.
 #
@@ -12,30 +14,34 @@
 #   kver        its release string
 #   obj/        the O= build tree (KDIR for out-of-tree modules)
 #   mods/       modules_install tree (lib/modules/KVER/)
+#   root        ROOT: build_module (tests/lib.sh) builds modules there
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
+root=${1:?usage: build.sh ROOT}
 frag=$top/tests/kernel/debug.config
 patches=("$top"/drivers/dma-buf/patches/000[1-9]-*.patch)
-srcver=$(dpkg-query -W -f='${Version}' linux-source-6.12)
-key=$( { echo "$srcver"; cat "${patches[@]}" "$frag" "$0"; } | sha256sum | cut -c1-16)
-dest=$cache/kernel-6.12-$key
+tree=$(root_info "$root" source) cc=$(root_info "$root" cc)
+key=$( { root_info "$root" source_version; root_info "$root" cc_version
+	 cat "${patches[@]}" "$frag" "$0"; } | sha256sum | cut -c1-16)
+dest=$cache/kernel-${tree##*-}-$key
 
 if [ -f "$dest/.done" ]; then
+	echo "$root" >"$dest/root"
 	echo "$dest"
 	exit 0
 fi
 
-log "building the patched debug kernel ($key); the first build takes a while"
+log "building the patched debug kernel ${tree##*/} ($key); the first build takes a while"
 start=$SECONDS
 rm -rf "$dest" && mkdir -p "$dest"
 src=$dest/src obj=$dest/obj
 mkdir -p "$src" "$obj"
-tar -C "$src" --strip-components=1 -xf /usr/src/linux-source-6.12.tar.xz
+cp -a "$root$tree/." "$src/"
 (cd "$src" && for p in "${patches[@]}"; do patch -p1 -s --no-backup-if-mismatch <"$p"; done)
 
-export CCACHE_DIR=$cache/ccache CCACHE_BASEDIR=$dest CCACHE_MAXSIZE=5G
-kmake() { make -s -C "$src" O="$obj" CC="ccache gcc" -j"$(nproc)" "$@"; }
+export CCACHE_DIR=$cache/ccache-root CCACHE_BASEDIR=$dest CCACHE_MAXSIZE=5G
+kmake() { in_root "$root" make -s -C "$src" O="$obj" CC="ccache $cc" HOSTCC="$cc" -j"$(nproc)" "$@"; }
 
 kmake tinyconfig >/dev/null
 "$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag" >/dev/null
@@ -58,6 +64,7 @@ kmake bzImage modules >"$dest/build.log" 2>&1 || { tail -40 "$dest/build.log" >&
 kmake INSTALL_MOD_PATH="$dest/mods" modules_install >/dev/null
 cp "$obj/arch/x86/boot/bzImage" "$dest/bzImage"
 kmake -s kernelrelease >"$dest/kver"
+echo "$root" >"$dest/root"
 touch "$dest/.done"
 log "kernel $(cat "$dest/kver") built in $((SECONDS - start)) s"
 echo "$dest"

@@ -3,7 +3,8 @@
 #
 # root.sh SUITE: a chroot from Debian's archive holding the newest
 # linux-headers-amd64 of SUITE (e.g. trixie-backports, sid), the gcc that
-# kernel was built with, make and sparse, for tests/kernel/build-in-root.sh;
+# kernel was built with, make and sparse, for tests/kernel/build-in-root.sh,
+# and what the patched debug kernel's build needs (tests/kernel/build.sh);
 # that kernel unpacked in /image (boot/, lib/modules/) for the VMs, its
 # arm64 flavour in /image-arm64 with its headers, and its linux-source.
 #
@@ -101,7 +102,9 @@ candidate() { qapt apt-cache policy "$1" | sed -n 's/^ *Candidate: //p'; }
 # Named with the versions the key hashes; apt brings their dependencies.
 pkgs=("linux-headers-amd64=$hver" "$flavour=$hver")
 # The arm64 flavour is cross-built by Debian: its compiler is that cross gcc.
-for p in "$gcc" "$gcc-aarch64-linux-gnu" make xz-utils; do
+# From bc on: the patched debug kernel's build (tests/kernel/build.sh).
+for p in "$gcc" "$gcc-aarch64-linux-gnu" make xz-utils \
+	bc bison flex libelf-dev libssl-dev kmod ccache; do
 	pkgs+=("$p=$(candidate "$p")")
 done
 # Under sparse the kernel's headers use __typeof_unqual__, which sparse
