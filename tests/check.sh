@@ -30,7 +30,7 @@ log "kernels ${kernels[*]}, linux-source-6.12 $(dpkg-query -W -f='${Version}' li
 #   UIOHEAP_TESTS="heap.cloexec_honoured ..." (only these tests of the
 #   kselftest suites that have one of them, and one KUnit case; the
 #   others run whole)
-#   UIOHEAP_ARM64_MODES="on nc" (of "off on nc"; "none": no arm64 at all)
+#   UIOHEAP_ARM64_MODES="on nc" (of "off on nc zcu102"; "none": no arm64)
 # selected KVER: whether UIOHEAP_KERNELS (unset: all) names the kernel.
 selected() {
 	local pat
@@ -82,8 +82,9 @@ vm_append=
 
 # Debian's stock arm64 kernel, unpacked (tests/arm64/fetch.sh): "off" and
 # "on" are virt with the SMMUv3 off and on, "nc" the board of
-# tests/arm64/dtb.sh (non-coherent PCIe, a device-tree UIO device).
-arm64_modes=${UIOHEAP_ARM64_MODES:-off on nc}
+# tests/arm64/dtb.sh (non-coherent PCIe, a device-tree UIO device),
+# "zcu102" QEMU's ZynqMP board with Debian's device tree (its ZDMA).
+arm64_modes=${UIOHEAP_ARM64_MODES:-off on nc zcu102}
 [ "$arm64_modes" = none ] && arm64_modes=
 arm64=
 if [ -n "$arm64_modes" ]; then
@@ -330,7 +331,7 @@ if [ -n "$arm64" ]; then
 	rm -rf "$payload_arm64" && mkdir -p "$payload_arm64"
 	cp "$top/tests/guest/run.sh" "$out/user-arm64/selftests/"* \
 		"$out/user-arm64/tools/uio-heap-demo" "$out/user-arm64/tools/uio-nvme" \
-		"$out/user-arm64/tools/uio-heap" "$payload_arm64/"
+		"$out/user-arm64/tools/uio-heap" "$out/user-arm64/tools/uio-zdma" "$payload_arm64/"
 	pdrv_ko=$("$top/tests/arm64/pdrv.sh" "$arm64")
 	board_dtb=$("$top/tests/arm64/dtb.sh" 3G 2)
 fi
@@ -441,6 +442,11 @@ if [ -n "$arm64" ]; then
 			iommu=off name=arm64nc-$arm64_kver kind=arm64nc kos=("$pdrv_ko")
 			gargs="$gargs,$(cat "$board_dtb.args")"
 			vm_run+=(--dtb "$board_dtb")
+		elif [ "$mode" = zcu102 ]; then
+			# No PCI there: its ZDMA suite and example, the kernel's dma-heap test.
+			iommu=off name=zcu102-$arm64_kver kind=zcu102 kos=("$pdrv_ko")
+			gargs="$gargs,suites=uio_heap_zdma+dmabuf_heaps+demo"
+			vm_run+=(--board zcu102 --dtb "$("$top/tests/arm64/zcu102.sh" "$arm64")")
 		fi
 		vm_bg "$name" "$(kseries "$arm64_kver")-stock-$iommu-$kind" \
 			"$arm64/boot/vmlinuz-$arm64_kver" "$arm64_kver" \

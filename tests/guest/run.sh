@@ -45,7 +45,7 @@ fi
 # What /init did, and what every suite relies on.  Loaded after the devices
 # are bound: the heaps of pre-bound devices must be discovered at load time.
 setup() {
-	local f bdf d drv u t r
+	local f bdf d drv u t r zdma
 	echo "TAP version 13"
 	if [ -s /run/setup-failures ]; then
 		while IFS= read -r f; do tap 1 "boot: $f"; done </run/setup-failures
@@ -80,11 +80,21 @@ setup() {
 		[ -n "$u" ]
 		tap $? "$UIOHEAP_PLATFORM bound to uio_pdrv_genirq (${u:-no uio device})"
 	fi
+	# The ZCU102's eight GDMA channels (tests/arm64/zcu102.sh), as they are
+	# in Debian's device tree.
+	zdma=
+	if [ "${UIOHEAP_BOARD:-}" = zcu102 ]; then
+		insmod /lib/modules/extra/uio_pdrv_genirq.ko of_id=xlnx,zynqmp-dma-1.0
+		tap $? "insmod uio_pdrv_genirq of_id=xlnx,zynqmp-dma-1.0"
+		zdma=$(ls /sys/bus/platform/devices/*.dma-controller/uio 2>/dev/null | grep '^uio')
+		[ "$(echo $zdma | wc -w)" = 8 ]
+		tap $? "8 ZDMA channels bound to uio_pdrv_genirq ($(echo $zdma))"
+	fi
 	# The platform device's 1 GiB window draws on the low-zone budget;
 	# its default, a quarter of ZONE_DMA, is what a board gets.
 	insmod "$UIOHEAP_KO"
 	tap $? "insmod uio_heap"
-	for u in $UIOHEAP_EDU_UIO ${UIOHEAP_PLATFORM:+$(ls /sys/bus/platform/devices/$UIOHEAP_PLATFORM/uio)}; do
+	for u in $UIOHEAP_EDU_UIO $zdma ${UIOHEAP_PLATFORM:+$(ls /sys/bus/platform/devices/$UIOHEAP_PLATFORM/uio)}; do
 		[ -c /dev/dma_heap/$u ] && [ -c /dev/dma_heap/$u-cached ]
 		tap $? "heap nodes /dev/dma_heap/$u and $u-cached"
 	done
@@ -145,6 +155,15 @@ demo() {
 	for u in $UIOHEAP_EDU_UIO; do
 		out=$(./uio-heap-demo "$u" 2>&1)
 		tap $? "uio-heap-demo $u"
+		echo "$out" | sed 's/^/# /'
+	done
+	# The ZCU102's ZDMA example (tools/zdma/): a GDMA channel copies
+	# through both nodes, by interrupt and by polling.
+	u=$(ls /sys/bus/platform/devices/fd500000.dma-controller/uio 2>/dev/null)
+	for a in ${u:+65536 --cached+100001 --poll+4097 --poll+--cached+1}; do
+		a=$(echo $a | tr + ' ')
+		out=$(./uio-zdma $u $a 2>&1)
+		tap $? "uio-zdma $u $a"
 		echo "$out" | sed 's/^/# /'
 	done
 	# x86: the same ioctls from a 32-bit program, through compat_ioctl
@@ -235,6 +254,7 @@ if [ -z "$suites" ]; then
 	for t in uio_heap_*; do
 		case $t in uio_heap_test|uio_heap_lifetime|*.*) continue ;; esac
 		[ $t = uio_heap_platform ] && [ -z "${UIOHEAP_PLATFORM:-}" ] && continue
+		[ $t = uio_heap_zdma ] && [ "${UIOHEAP_BOARD:-}" != zcu102 ] && continue
 		[ -x "$t" ] && suites="$suites $t"
 	done
 	suites="$suites demo tool uio_heap_lifetime"

@@ -6,8 +6,8 @@
 # Loads the in-tree modules, binds QEMU edu devices and the NVMe controller
 # (UIOHEAP_NVME, from run-vm.sh) to uio_pci_generic,
 # runs /payload/run.sh between markers, dumps dmesg, powers off.  Its own
-# output and the payload's go to ttyS0; the kernel's console is ttyS1
-# (tests/vm/run-vm.sh).  What went wrong while setting up is written to
+# output and the payload's go to ttyS0 (UIOHEAP_CONSOLE: the board's
+# ttyPS1); the kernel's console is another port (tests/vm/run-vm.sh).  What went wrong while setting up is written to
 # /run/setup-failures, which the payload turns into failing results.
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/root
 
@@ -127,12 +127,14 @@ run_payload() {
 }
 
 mount_fs
-exec </dev/null >/dev/ttyS0 2>&1
 parse_args
+exec </dev/null >"/dev/${UIOHEAP_CONSOLE:-ttyS0}" 2>&1
 load_modules
 bind_edu
 bind_nvme
 export_env
 run_payload
 sync
+# The board's UART loses what its FIFO holds at poweroff -f.
+[ -z "${UIOHEAP_CONSOLE:-}" ] || sleep 1
 poweroff -f

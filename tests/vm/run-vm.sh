@@ -17,7 +17,7 @@ usage() {
 usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
        --log FILE [--klog FILE] [--mem 2G] [--smp 2] [--edu N] [--append "extra cmdline"]
        [--tcg single|multi] [--nvme IMAGE] [--nvme2 IMAGE]
-       [--arch x86_64|arm64] [--dtb FILE]
+       [--arch x86_64|arm64] [--dtb FILE] [--board zcu102]
 
   --edu N     number of edu devices (default and minimum 2): 0000:00:10.0 has
               the default 28-bit DMA mask, 0000:00:11.0 ... are 64-bit
@@ -35,6 +35,9 @@ usage: ${0##*/} --kernel VMLINUZ --initrd FILE --iommu on|off --timeout SECONDS
   --dtb       arm64: boot with this device tree instead of QEMU's own
               (tests/arm64/dtb.sh: a non-coherent PCIe host, a platform
               UIO device)
+  --board     arm64: zcu102 is QEMU's xlnx-zcu102 (ZynqMP, 2 GiB below
+              4 GiB, no PCI: no edu, no NVMe) with --dtb from
+              tests/arm64/zcu102.sh; its UARTs are ttyPS0 and ttyPS1
   --tcg       single (default): one host thread for all vCPUs; multi: MTTCG,
               faster but rarely oopses on int3 while the guest patches its text
 EOF
@@ -44,7 +47,7 @@ EOF
 die() { echo "${0##*/}: $*" >&2; exit "${2:-2}"; }
 
 kernel='' initrd='' iommu='' tmo='' log='' klog='' mem='' smp=2 nedu=2 append='' tcg=single
-nvme='' nvme2='' arch=x86_64 dtb=''
+nvme='' nvme2='' arch=x86_64 dtb='' board=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel) kernel=${2:?}; shift 2 ;;
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--nvme2) nvme2=${2:?}; shift 2 ;;
 	--arch) arch=${2:?}; shift 2 ;;
 	--dtb) dtb=${2:?}; shift 2 ;;
+	--board) board=${2:?}; shift 2 ;;
 	-h|--help) usage ;;
 	*) echo "unknown argument: $1" >&2; usage ;;
 	esac
@@ -71,6 +75,7 @@ case $iommu in on|off) ;; *) usage ;; esac
 case $tcg in single|multi) ;; *) usage ;; esac
 case $arch in x86_64|arm64) ;; *) usage ;; esac
 [ -z "$dtb" ] || [ "$arch" = arm64 ] || die "--dtb is for --arch arm64"
+case $board in '') ;; zcu102) [ -n "$dtb" ] && [ "$iommu" = off ] || die "zcu102: --dtb, no IOMMU" ;; *) usage ;; esac
 [ "$nedu" -ge 2 ] 2>/dev/null || die "--edu must be >= 2"
 [ -r "$kernel" ] || die "cannot read kernel $kernel"
 [ -r "$initrd" ] || die "cannot read initrd $initrd"
@@ -82,12 +87,12 @@ klog=${klog:-${log%.log}.kmsg} qlog=${log%.log}.qemu
 # soft lockup, hung task or RCU stall (a real hang hits the VM timeout).
 cmdline="loglevel=7 log_buf_len=16M panic=-1"
 cmdline+=" watchdog_thresh=60 sysctl.kernel.hung_task_timeout_secs=600 rcupdate.rcu_cpu_stall_timeout=120"
-common=(-accel "tcg,thread=$tcg" -smp "$smp" -nodefaults -nographic -no-reboot -monitor none
+common=(-accel "tcg,thread=$tcg" -nodefaults -nographic -no-reboot -monitor none
 	-chardev "file,id=con0,path=$log" -chardev "file,id=con1,path=$klog"
 	-kernel "$kernel" -initrd "$initrd")
 edu_bits=28
 if [ "$arch" = x86_64 ]; then
-	qemu=(qemu-system-x86_64 -M q35 -cpu max -m "${mem:-2G}" "${common[@]}"
+	qemu=(qemu-system-x86_64 -M q35 -cpu max -m "${mem:-2G}" -smp "$smp" "${common[@]}"
 	      -serial chardev:con0 -serial chardev:con1)
 	cmdline="console=ttyS1 $cmdline"
 	# intel-iommu must come before the PCI devices it translates for.
@@ -97,40 +102,51 @@ if [ "$arch" = x86_64 ]; then
 	else
 		cmdline+=" intel_iommu=off"
 	fi
+elif [ "$board" = zcu102 ]; then
+	# Its four A53s are fixed; /init and the payload use the second UART.
+	# No sound, and its four on-board NICs on a hub that leads nowhere.
+	qemu=(qemu-system-aarch64 -M xlnx-zcu102 -m "${mem:-2G}" "${common[@]}"
+	      -serial chardev:con1 -serial chardev:con0 -dtb "$dtb" -audiodev none,id=snd0)
+	for i in 0 1 2 3; do qemu+=(-nic hubport,hubid=0); done
+	cmdline="console=ttyPS0 $cmdline"
 else
 	# pauth-impdef: QEMU's own pointer-auth hash, far cheaper in TCG.
 	machine=virt
 	[ "$iommu" = on ] && machine+=,iommu=smmuv3
 	qemu=(qemu-system-aarch64 -M "$machine" -cpu max,pauth-impdef=on -m "${mem:-3G}"
-	      "${common[@]}" -serial chardev:con1 -device "pci-serial,chardev=con0,addr=0x1f")
+	      -smp "$smp" "${common[@]}" -serial chardev:con1 -device "pci-serial,chardev=con0,addr=0x1f")
 	[ -n "$dtb" ] && qemu+=(-dtb "$dtb")
 	cmdline="console=ttyAMA0 $cmdline"
 	# No RAM below 1 GiB: a 28-bit engine reaches nothing without an
 	# IOMMU.  (The board VM's platform device has the narrow window.)
 	[ "$iommu" = off ] && edu_bits=32
 fi
-qemu+=(-device "edu,addr=0x10,dma_mask=$(printf '%#x' $(((1 << edu_bits) - 1)))")
-edu64=
-for ((i = 1; i < nedu; i++)); do
-	slot=$(printf '%02x' $((0x10 + i)))
-	qemu+=(-device "edu,addr=0x$slot,dma_mask=0xffffffffffffffff")
-	edu64+="${edu64:++}0000:00:$slot.0"
-done
-# An NVMe controller below the edu slots, which grow from 0x10 with --edu.
-if [ -z "$nvme" ]; then
-	nvme=$(mktemp)
-	trap 'rm -f "$nvme"' EXIT
-	truncate -s 64M "$nvme"
-fi
-[ -w "$nvme" ] || die "cannot write NVMe image $nvme"
-qemu+=(-drive "file=$nvme,if=none,format=raw,id=nvm0"
-       -device "nvme,serial=uioheap0,drive=nvm0,addr=0x0c")
-args="iommu=$iommu,arch=$arch,edu_bits=$edu_bits,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0"
-if [ -n "$nvme2" ]; then
-	[ -w "$nvme2" ] || die "cannot write NVMe image $nvme2"
-	qemu+=(-drive "file=$nvme2,if=none,format=raw,id=nvm1"
-	       -device "nvme,serial=uioheap1,drive=nvm1,addr=0x0d")
-	args+=",nvme_kernel=0000:00:0d.0"
+if [ "$board" = zcu102 ]; then
+	args="iommu=off,arch=arm64,board=zcu102,console=ttyPS1"
+else
+	qemu+=(-device "edu,addr=0x10,dma_mask=$(printf '%#x' $(((1 << edu_bits) - 1)))")
+	edu64=
+	for ((i = 1; i < nedu; i++)); do
+		slot=$(printf '%02x' $((0x10 + i)))
+		qemu+=(-device "edu,addr=0x$slot,dma_mask=0xffffffffffffffff")
+		edu64+="${edu64:++}0000:00:$slot.0"
+	done
+	# An NVMe controller below the edu slots, which grow from 0x10 with --edu.
+	if [ -z "$nvme" ]; then
+		nvme=$(mktemp)
+		trap 'rm -f "$nvme"' EXIT
+		truncate -s 64M "$nvme"
+	fi
+	[ -w "$nvme" ] || die "cannot write NVMe image $nvme"
+	qemu+=(-drive "file=$nvme,if=none,format=raw,id=nvm0"
+	       -device "nvme,serial=uioheap0,drive=nvm0,addr=0x0c")
+	args="iommu=$iommu,arch=$arch,edu_bits=$edu_bits,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0"
+	if [ -n "$nvme2" ]; then
+		[ -w "$nvme2" ] || die "cannot write NVMe image $nvme2"
+		qemu+=(-drive "file=$nvme2,if=none,format=raw,id=nvm1"
+		       -device "nvme,serial=uioheap1,drive=nvm1,addr=0x0d")
+		args+=",nvme_kernel=0000:00:0d.0"
+	fi
 fi
 cmdline+=" uioheap.args=$args $append"
 qemu+=(-append "$cmdline")
