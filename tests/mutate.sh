@@ -89,7 +89,7 @@ for ((i = 0; i <= n; i++)); do
 	for v in ${vmss[i]}; do
 		case $v in
 		x86-6.1-off | x86-6.1-on | x86-6.12-off | x86-6.12-on | debug-off | debug-on | \
-			arm64-off | arm64-on | arm64nc) ;;
+			arm64-off | arm64-on | arm64nc | zcu102) ;;
 		*) die "$list: $m: unknown VM kind $v" ;;
 		esac
 	done
@@ -163,6 +163,7 @@ vm_env() {
 		x86-*) s=${v#x86-} k="$k ${s%-*}.*" m="$m ${v##*-}" ;;
 		debug-*) d="$d ${v#debug-}" ;;
 		arm64nc) a="$a nc" ;;
+		zcu102) a="$a zcu102" ;;
 		arm64-*) a="$a ${v#arm64-}" ;;
 		esac
 	done
