@@ -446,21 +446,33 @@ if [ -n "$arm64" ]; then
 			# No PCI there: its ZDMA suite and example, the kernel's dma-heap test.
 			iommu=off name=zcu102-$arm64_kver kind=zcu102 kos=("$pdrv_ko")
 			gargs="$gargs,suites=uio_heap_zdma+dmabuf_heaps+demo"
-			vm_run+=(--board zcu102 --dtb "$("$top/tests/arm64/zcu102.sh" "$arm64")")
+			vm_run+=(--board zcu102 --dtb "$("$top/tests/arm64/zcu102.sh" \
+				"$arm64/usr/lib/linux-image-$arm64_kver/xilinx/zynqmp-zcu102-rev1.0.dtb")")
 		fi
 		vm_bg "$name" "$(kseries "$arm64_kver")-stock-$iommu-$kind" \
 			"$arm64/boot/vmlinuz-$arm64_kver" "$arm64_kver" \
 			"$arm64/lib/modules/$arm64_kver" "$iommu" "$UIOHEAP_KMODS" "$gargs" \
 			"$out/mod-arm64/drivers/uio_heap/uio_heap.ko" ${kos[@]+"${kos[@]}"}
 	done
-	# The newest kernel's arm64 flavour from the same root, SMMUv3 on.
-	if [ -n "$newest" ] && [[ " $arm64_modes " == *" on "* ]]; then
+	# The newest kernel's arm64 flavour from the same root: SMMUv3 on, and
+	# the ZynqMP board.
+	if [ -n "$newest" ]; then
 		k=$(root_info "$newest" arm64_kdir) k=${k##*/linux-headers-}
+		kimg=$newest/image-arm64 ko=$out/mod-${newest_suites[0]}/arm64/drivers/uio_heap/uio_heap.ko
 		vm_mk=(--busybox "$newest$(root_info "$newest" arm64_busybox)")
-		vm_run=(--arch arm64)
-		vm_bg "arm64-$k" "$(kseries "$k")-stock-on-arm64" "$newest/image-arm64/boot/vmlinuz-$k" \
-			"$k" "$newest/image-arm64/lib/modules/$k" on "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" \
-			"$out/mod-${newest_suites[0]}/arm64/drivers/uio_heap/uio_heap.ko"
+		if [[ " $arm64_modes " == *" on "* ]]; then
+			vm_run=(--arch arm64)
+			vm_bg "arm64-$k" "$(kseries "$k")-stock-on-arm64" "$kimg/boot/vmlinuz-$k" "$k" \
+				"$kimg/lib/modules/$k" on "$UIOHEAP_KMODS" "patched=0,vgem=$vgem" "$ko"
+		fi
+		if [[ " $arm64_modes " == *" zcu102 "* ]]; then
+			vm_run=(--arch arm64 --board zcu102 --dtb "$("$top/tests/arm64/zcu102.sh" \
+				"$kimg/lib/modules/$k/dtb/xilinx/zynqmp-zcu102-rev1.0.dtb")")
+			vm_bg "zcu102-$k" "$(kseries "$k")-stock-off-zcu102" "$kimg/boot/vmlinuz-$k" "$k" \
+				"$kimg/lib/modules/$k" off "$UIOHEAP_KMODS" \
+				"patched=0,vgem=$vgem,suites=uio_heap_zdma+dmabuf_heaps+demo" \
+				"$ko" "$("$top/tests/arm64/pdrv.sh" --root "$newest")"
+		fi
 	fi
 fi
 wait

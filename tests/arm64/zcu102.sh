@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# zcu102.sh ARM64_DIR: the device tree Debian ships for the ZCU102 board
-# (in ARM64_DIR, from tests/arm64/fetch.sh), changed only as far as QEMU's
+# zcu102.sh DTB: the device tree Debian ships for the ZCU102 board (its
+# zynqmp-zcu102-rev1.0.dtb, DTB) changed only as far as QEMU's
 # xlnx-zcu102 model needs: no PMU firmware answers behind SMC there, so
 # the firmware node is disabled, its clock controller becomes a fixed
 # clock, and the power domains, resets and pin control it provides are
@@ -12,8 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
-dir=${1:?usage: zcu102.sh ARM64_DIR}
-src=$dir/usr/lib/linux-image-$(cat "$dir/kver")/xilinx/zynqmp-zcu102-rev1.0.dtb
+src=${1:?usage: zcu102.sh DTB}
 [ -f "$src" ] || die "no $src"
 key=$( { cat "$src" "$0"; } | sha256sum | cut -c1-16)
 dtb=$cache/zcu102-dtb-$key/zcu102.dtb
