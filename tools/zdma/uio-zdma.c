@@ -116,7 +116,8 @@ int main(int argc, char **argv)
 	if (zdma_buf_alloc(&ch, &src, size + 2 * GUARD, cached) ||
 	    zdma_buf_alloc(&ch, &dst, size + 2 * GUARD, cached))
 		return failed(&ch, "allocating");
-	printf("buffers: two of %zu bytes from /dev/dma_heap/%s%s, device addresses %#llx and %#llx\n",
+	printf("buffers: two of %zu bytes from /dev/dma_heap/%s%s,\n"
+	       "         device addresses %#llx and %#llx\n",
 	       src.len, ch.uio, cached ? "-cached" : "",
 	       (unsigned long long)src.addr, (unsigned long long)dst.addr);
 
@@ -161,7 +162,7 @@ int main(int argc, char **argv)
 	zdma_buf_for_device(&dst, DMA_BUF_SYNC_READ);
 	if (bad >= 0)
 		return 1;
-	printf("verify:  all %llu bytes arrived intact, and the %d guard bytes each side are untouched\n",
+	printf("verify:  all %llu bytes arrived intact, %d guard bytes each side untouched\n",
 	       size, GUARD);
 
 	zdma_buf_free(&src);

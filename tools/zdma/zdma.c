@@ -79,11 +79,14 @@
  * memory) are ordered by a barrier over the outer shareable domain; a
  * full fence elsewhere.
  */
+static inline void dma_mb(void)
+{
 #if defined(__aarch64__)
-#define dma_mb()	__asm__ __volatile__("dmb osh" ::: "memory")
+	__asm__ __volatile__("dmb osh" ::: "memory");
 #else
-#define dma_mb()	__sync_synchronize()
+	__sync_synchronize();
 #endif
+}
 
 static int fail(struct zdma_chan *ch, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -58,8 +58,7 @@ struct zdma_chan {
 	bool programmed;		/* zdma_program() since the last start */
 	uint32_t size;			/* bytes of the last transfer programmed */
 	uint32_t isr;			/* status at the end of the last transfer */
-	uint32_t irqs;			/* UIO event count last read: the device's
-					 * interrupts since it was bound */
+	uint32_t irqs;			/* UIO event count: interrupts since bound */
 	char err[160];			/* what the last failure was */
 };
 

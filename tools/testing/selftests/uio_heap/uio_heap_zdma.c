@@ -3,6 +3,7 @@
  * A real platform DMA master: the ZynqMP's ZDMA channels (QEMU's xlnx-zcu102), bound to
  * uio_pdrv_genirq, not coherent, no SMMU, driven by tools/zdma on buffers of both nodes.
  */
+#include <inttypes.h>
 #include <poll.h>
 
 #include "kselftest_harness.h"
@@ -198,8 +199,8 @@ TEST_F(zdma, addresses_fit_the_channels_mask)
 	mask = self->mask_bits >= 64 ? ~0ULL : (1ULL << self->mask_bits) - 1;
 	for (i = 0; i < (int)ARRAY_SIZE(lens); i++) {
 		bufs_new(_metadata, &self->ch, variant->cached, &src, &dst, lens[i]);
-		EXPECT_GE(mask, src.addr + lens[i] - 1) TH_LOG("%#llx", (unsigned long long)src.addr);
-		EXPECT_GE(mask, dst.addr + lens[i] - 1) TH_LOG("%#llx", (unsigned long long)dst.addr);
+		EXPECT_GE(mask, src.addr + lens[i] - 1) TH_LOG("%#" PRIx64, src.addr);
+		EXPECT_GE(mask, dst.addr + lens[i] - 1) TH_LOG("%#" PRIx64, dst.addr);
 		bufs_free(&src, &dst);
 	}
 
