@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,19 +155,12 @@ static int edu_irq_unmask(struct edu *edu)
 
 static int edu_irq_wait(struct edu *edu, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = edu->uio_fd, .events = POLLIN };
 	uint32_t count;
-	int ret;
+	int ret = uio_irq_wait(edu->uio_fd, timeout_ms, &count);
 
-	ret = poll(&pfd, 1, timeout_ms);
-	if (ret < 0)
-		return -errno;
-	if (ret == 0)
-		return -ETIMEDOUT;
-	if (read(edu->uio_fd, &count, sizeof(count)) != sizeof(count))
-		return -errno;
-	edu->irqs = count;
-	return 0;
+	if (!ret)
+		edu->irqs = count;
+	return ret;
 }
 
 /* Programs a transfer; with @irq, one that interrupts when it is done. */

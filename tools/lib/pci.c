@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -99,5 +100,20 @@ int uio_pci_map_bar(const char *pci, unsigned int bar, size_t min,
 		return -errno;
 	*map = p;
 	*len = st.st_size;
+	return 0;
+}
+
+int uio_irq_wait(int uio_fd, int timeout_ms, uint32_t *count)
+{
+	struct pollfd pfd = { .fd = uio_fd, .events = POLLIN };
+	int ret;
+
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0)
+		return -errno;
+	if (ret == 0)
+		return -ETIMEDOUT;
+	if (read(uio_fd, count, sizeof(*count)) != sizeof(*count))
+		return -errno;
 	return 0;
 }

@@ -3,7 +3,7 @@
  * The PCI side of a device bound to uio_pci_generic, which gives no UIO
  * maps: its sysfs attributes, config space and BARs, through the PCI
  * core's files in /sys/bus/pci/devices/BDF.  Shared by the edu driver and
- * the NVMe example (tools/nvme).
+ * the NVMe example (tools/nvme); the interrupt wait by any UIO driver.
  */
 #ifndef UIOHEAP_PCI_H
 #define UIOHEAP_PCI_H
@@ -35,5 +35,11 @@ int uio_pci_command(int cfg_fd, uint16_t set, uint16_t clear);
  */
 int uio_pci_map_bar(const char *pci, unsigned int bar, size_t min,
 		    volatile uint8_t **map, size_t *len);
+
+/*
+ * Waits up to @timeout_ms for an interrupt on @uio_fd (an open /dev/uioN)
+ * and stores UIO's event count in *@count.  0, -ETIMEDOUT or -errno.
+ */
+int uio_irq_wait(int uio_fd, int timeout_ms, uint32_t *count);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include <linux/dma-buf.h>
 
+#include "lib/pci.h"
 #include "lib/uioheap.h"
 #include "zdma.h"
 
@@ -359,19 +360,13 @@ static long long now_ms(void)
 
 static int zdma_wait_irq(struct zdma_chan *ch, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = ch->uio_fd, .events = POLLIN };
-	uint32_t count;
-	int ret;
+	int ret = uio_irq_wait(ch->uio_fd, timeout_ms, &ch->irqs);
 
-	ret = poll(&pfd, 1, timeout_ms);
-	if (ret < 0)
-		return fail(ch, -errno, "poll on %s: %s", ch->uio, strerror(errno));
-	if (!ret)
-		return fail(ch, -ETIMEDOUT, "%s: no interrupt within %d ms (status %#x)",
+	if (ret == -ETIMEDOUT)
+		return fail(ch, ret, "%s: no interrupt within %d ms (status %#x)",
 			    ch->uio, timeout_ms, zdma_read(ch, ZDMA_ISR));
-	if (read(ch->uio_fd, &count, sizeof(count)) != sizeof(count))
-		return fail(ch, -errno, "read on %s: %s", ch->uio, strerror(errno));
-	ch->irqs = count;
+	if (ret)
+		return fail(ch, ret, "waiting on %s: %s", ch->uio, strerror(-ret));
 	return 0;
 }
 
