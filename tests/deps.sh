@@ -16,6 +16,7 @@ pkgs=(
 	gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-system-arm device-tree-compiler
 	gcc-i686-linux-gnu libc6-dev-i386-cross
 	debootstrap
+	libdpdk-dev libnuma-dev libbsd-dev libmd-dev
 )
 
 missing=()
