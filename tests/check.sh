@@ -313,7 +313,7 @@ build_user "$out/user" "$ksrc/tools/testing/selftests"
 payload=$out/payload
 rm -rf "$payload" && mkdir -p "$payload"
 cp "$top/tests/guest/run.sh" "$out/user/selftests/"* "$out/user/tools/uio-heap-demo" \
-	"$out/user/tools/uio-nvme" "$out/user/tools/uio-heap" "$payload/"
+	"$out/user/tools/uio-nvme" "$out/user/tools/uio-heap" "$out/user/tools/uio-dpdk" "$payload/"
 # The demo once more as a 32-bit program: the ioctls through compat_ioctl.
 make -s -C "$top/tools" OUT="$out/user-i686" CC=i686-linux-gnu-gcc \
 	AR=i686-linux-gnu-ar "$out/user-i686/uio-heap-demo" >&2

@@ -245,6 +245,116 @@ tool() {
 	end_stream
 }
 
+# DPDK (tools/dpdk/uio-dpdk) on the two e1000 NICs of the x86 VMs, on one
+# QEMU hub: rings and mbufs in each NIC's heap, every frame checked.
+dpdk() {
+	local nics=$UIOHEAP_NICS b u uios= eal out r kfd hp
+	hp=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+	echo "TAP version 13"
+	echo "8086 100e" >/sys/bus/pci/drivers/uio_pci_generic/new_id
+	for b in $nics; do
+		for _ in $(seq 50); do [ -e /sys/bus/pci/devices/$b/uio ] && break; usleep 100000; done
+		u=$(ls /sys/bus/pci/devices/$b/uio 2>/dev/null)
+		[ -n "$u" ] && [ -c /dev/dma_heap/$u ]
+		tap $? "e1000 $b bound to uio_pci_generic, heap node ${u:-none}"
+		uios="${uios:+$uios }$u"
+	done
+	# EAL's own memory: hugepages, with physical addresses (root).
+	echo 64 >$hp
+	eal="-l 0 --in-memory --no-telemetry --log-level=lib.eal:notice"
+	for b in $nics; do eal="$eal -a $b"; done
+
+	out=$(./uio-dpdk $eal -- --frames 4096 2>&1)
+	r=$?
+	echo "$out" | sed 's/^/# /'
+	[ $r = 0 ] && echo "$out" | grep -q 'memory=heap sent=4096 received=4096 verified=4096 lost=0 corrupt=0 outside_heap=0$'
+	tap $? "uio-dpdk: 4096 frames both ways through heap memory, every byte verified"
+	# The NIC's rings lie in the buffers (uio-dpdk reads the registers);
+	# behind an IOMMU at IOVAs, without one at the pages' physical address.
+	echo "$out" | awk -v on=$([ "$UIOHEAP_IOMMU" = on ] && echo 1 || echo 0) '
+		/^uio-dpdk: port [01] .*dma_heap/ {
+			n++; a = $0; sub(/.* KiB at /, "", a); p = a; sub(/ .*/, "", a)
+			sub(/.*physical /, "", p); sub(/\).*/, "", p)
+			if ((a != p) != on) bad = 1
+		}
+		END { exit n != 2 || bad }'
+	tap $? "uio-dpdk: heap addresses are $([ "$UIOHEAP_IOMMU" = on ] && echo "IOVAs, not" || echo "the") physical addresses"
+	for u in $uios; do
+		[ "$(cat /sys/class/uio_heap/$u/buffers)" = 0 ]
+		tap $? "$u: no buffer left after the run"
+	done
+
+	# DPDK's own memory: stock DPDK on UIO.  Without an IOMMU it works;
+	# behind one the NICs reach nothing and the IOMMU reports it.
+	if [ "$UIOHEAP_IOMMU" = on ]; then
+		for b in $nics; do echo "uioheap: expect-fault begin $b" >/dev/kmsg; done
+		kfd=$(dmesg | wc -l)
+		out=$(./uio-dpdk $eal -- --memory native --frames 64 2>&1)
+		r=$?
+		echo "$out" | sed 's/^/# /'
+		[ $r = 1 ] && echo "$out" | grep -q 'memory=native sent=64 received=0 '
+		tap $? "uio-dpdk --memory native behind the IOMMU: no frame arrives"
+		r=0
+		for b in $nics; do
+			dmesg | tail -n +$((kfd + 1)) | grep -q "DMAR: \[DMA [RW].*Request device \[\(0000:\)\?${b#0000:}\]" || r=1
+		done
+		tap $r "uio-dpdk --memory native: the IOMMU reported both NICs' faults"
+		for b in $nics; do echo "uioheap: expect-fault end $b" >/dev/kmsg; done
+	else
+		out=$(./uio-dpdk $eal -- --memory native --frames 1024 2>&1)
+		r=$?
+		echo "$out" | sed 's/^/# /'
+		[ $r = 0 ] && echo "$out" | grep -q 'memory=native sent=1024 received=1024 verified=1024 '
+		tap $? "uio-dpdk --memory native without an IOMMU: 1024 frames"
+	fi
+
+	# Bad input: a clear message and exit status 3.
+	out=$(./uio-dpdk $eal -- --heap-kib 2048 2>&1)
+	r=$?
+	echo "$out" | tail -n 1 | sed 's/^/# /'
+	[ $r = 3 ] && echo "$out" | grep -q 'no pool of 1023 mbufs.*--heap-kib'
+	tap $? "uio-dpdk --heap-kib 2048: too little heap memory, exit status 3"
+	out=$(./uio-dpdk ${eal%% -a *} -a ${UIOHEAP_EDU%% *} 2>&1)
+	r=$?
+	echo "$out" | tail -n 1 | sed 's/^/# /'
+	[ $r = 3 ] && echo "$out" | grep -q '0 port(s): two NICs a DPDK PMD drives'
+	tap $? "uio-dpdk on an edu device: no NIC it can drive, exit status 3"
+	rmmod uio_heap
+	out=$(./uio-dpdk $eal 2>&1)
+	r=$?
+	echo "$out" | tail -n 1 | sed 's/^/# /'
+	[ $r = 3 ] && echo "$out" | grep -q 'no heap node /dev/dma_heap/uio'
+	tap $? "uio-dpdk without uio_heap: no heap node, exit status 3"
+	insmod "$UIOHEAP_KO"
+	tap $? "insmod uio_heap again"
+
+	# Unbinding a NIC under the running application: SIGBUS (128 + 7), and
+	# once it is gone nothing is left of its buffers.
+	b=${nics##* }
+	./uio-dpdk $eal -- --seconds 60 >/tmp/dpdk.out 2>&1 &
+	r=$!
+	for _ in $(seq 100); do grep -q '^uio-dpdk: port 1 ' /tmp/dpdk.out && break; usleep 100000; done
+	sleep 1
+	echo $b >/sys/bus/pci/drivers/uio_pci_generic/unbind
+	wait $r
+	r=$?
+	sed 's/^/# /' /tmp/dpdk.out
+	[ $r = 135 ]
+	tap $? "unbinding $b under uio-dpdk: SIGBUS (exit status $r)"
+	u=${uios%% *}
+	[ "$(cat /sys/class/uio_heap/$u/buffers)" = 0 ] &&
+		[ "$(cat /sys/module/uio_heap/parameters/revoked_bytes)" = 0 ] &&
+		[ "$(cat /sys/module/uio_heap/parameters/orphaned_bytes)" = 0 ]
+	tap $? "after the SIGBUS: no buffer, revoked or orphaned bytes left"
+
+	echo 0 >$hp
+	for b in $nics; do
+		[ -e /sys/bus/pci/devices/$b/driver ] && echo $b >/sys/bus/pci/drivers/uio_pci_generic/unbind
+	done
+	echo "8086 100e" >/sys/bus/pci/drivers/uio_pci_generic/remove_id
+	end_stream
+}
+
 # Default order: the basic suite and the kernel's own dma-heap selftest
 # first, the others by name, the demo, and
 # last the lifetime suite, which unbinds devices and unloads the module.
@@ -257,7 +367,11 @@ if [ -z "$suites" ]; then
 		[ $t = uio_heap_zdma ] && [ "${UIOHEAP_BOARD:-}" != zcu102 ] && continue
 		[ -x "$t" ] && suites="$suites $t"
 	done
-	suites="$suites demo tool uio_heap_lifetime"
+	suites="$suites demo tool"
+	# DPDK needs hugepages (the debug kernel, a tinyconfig, has none).
+	[ -n "${UIOHEAP_NICS:-}" ] && [ -x ./uio-dpdk ] && [ -d /sys/kernel/mm/hugepages ] &&
+		suites="$suites dpdk"
+	suites="$suites uio_heap_lifetime"
 	[ -f $kunit_ko ] && suites="$suites kunit"
 fi
 # Modules the host wants loaded only after the kernel's own dma-heap
@@ -289,6 +403,7 @@ for t in $suites; do
 	case $t in
 	demo) suite demo demo ;;
 	tool) suite tool tool ;;
+	dpdk) suite dpdk dpdk ;;
 	dmabuf_heaps) suite dmabuf_heaps ./dmabuf-heap ;;
 	kunit) kunit_ran=1; suite kunit kunit ;;
 	*) suite "$t" "./$t" $(only_tests "$t") ;;

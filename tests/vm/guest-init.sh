@@ -24,6 +24,8 @@ mount_fs() {
 	mkdir -p /dev/shm /dev/pts
 	mount -t tmpfs tmpfs /dev/shm
 	mount -t devpts devpts /dev/pts
+	# DPDK's EAL keeps its runtime directory in /var/run.
+	mkdir -p /var && ln -s /run /var/run
 	# As udev would: kselftest's runner writes to /dev/stdout.
 	ln -s /proc/self/fd /dev/fd && ln -s fd/0 /dev/stdin && ln -s fd/1 /dev/stdout &&
 		ln -s fd/2 /dev/stderr

@@ -141,6 +141,12 @@ else
 	qemu+=(-drive "file=$nvme,if=none,format=raw,id=nvm0"
 	       -device "nvme,serial=uioheap0,drive=nvm0,addr=0x0c")
 	args="iommu=$iommu,arch=$arch,edu_bits=$edu_bits,edu28=0000:00:10.0,edu64=$edu64,nvme=0000:00:0c.0"
+	# x86: two e1000 NICs on a QEMU hub, a link of their own (the DPDK suite).
+	if [ "$arch" = x86_64 ]; then
+		qemu+=(-netdev hubport,hubid=0,id=nic0 -device e1000,netdev=nic0,addr=0x08
+		       -netdev hubport,hubid=0,id=nic1 -device e1000,netdev=nic1,addr=0x09)
+		args+=",nics=0000:00:08.0+0000:00:09.0"
+	fi
 	if [ -n "$nvme2" ]; then
 		[ -w "$nvme2" ] || die "cannot write NVMe image $nvme2"
 		qemu+=(-drive "file=$nvme2,if=none,format=raw,id=nvm1"
