@@ -6,7 +6,9 @@
 # kernel in QEMU (TCG) with the IOMMU off, then on (and once more with
 # multi-threaded TCG for the two-thread figure), runs tools/uio-heap-bench
 # there.  Then the NVMe example driver against the kernel's nvme driver,
-# on two identical controllers in one VM, IOMMU on (tests/bench/nvme.sh).
+# on two identical controllers in one VM, IOMMU on (tests/bench/nvme.sh),
+# and the DPDK example on uio-heap memory against DPDK's own, IOMMU off,
+# and on uio-heap memory with the IOMMU on (tests/bench/dpdk.sh).
 # Writes to ${UIOHEAP_OUT:-build}/bench/:
 #
 #   results.txt   the tables, ratios and targets (also printed)
@@ -18,7 +20,7 @@
 # absolute times with hardware.  Knobs (for development; make bench sets
 # none):
 #   UIOHEAP_BENCH_BUDGET=2              seconds per size or figure, in the guest
-#   UIOHEAP_BENCH_RUNS="off on mttcg nvme"  which VM runs (also nvme-off:
+#   UIOHEAP_BENCH_RUNS="off on mttcg nvme dpdk dpdk-on"  which VM runs (also nvme-off:
 #                                       the NVMe figures with the IOMMU off)
 #   UIOHEAP_BENCH_KO=path.ko            measure this module instead of building
 #   UIOHEAP_BENCH_ARGS=k=v,...          more uioheap.args for the guest
@@ -32,7 +34,7 @@ set -euo pipefail
 start=$SECONDS
 bdir=$out/bench
 budget=${UIOHEAP_BENCH_BUDGET:-2}
-runs=${UIOHEAP_BENCH_RUNS:-off on mttcg nvme}
+runs=${UIOHEAP_BENCH_RUNS:-off on mttcg nvme dpdk dpdk-on}
 extra=${UIOHEAP_BENCH_ARGS:+,$UIOHEAP_BENCH_ARGS}
 mkdir -p "$bdir"
 rm -f "$bdir"/raw-*.txt "$bdir"/results.txt "$bdir"/cycle.png "$bdir"/cycle.dat
@@ -55,8 +57,9 @@ log "building uio-heap-bench"
 make -s -C "$top/tools" OUT="$bdir/user" >&2
 payload=$bdir/payload
 rm -rf "$payload" && mkdir -p "$payload"
-cp "$top/tests/bench/run.sh" "$top/tests/bench/nvme.sh" "$bdir/user/uio-heap-bench" \
-	"$bdir/user/uio-nvme" "$bdir/user/nvme-odirect" "$payload/"
+cp "$top/tests/bench/run.sh" "$top/tests/bench/nvme.sh" "$top/tests/bench/dpdk.sh" \
+	"$bdir/user/uio-heap-bench" "$bdir/user/uio-nvme" "$bdir/user/nvme-odirect" \
+	"$bdir/user/uio-dpdk" "$payload/"
 
 # vm NAME IOMMU TCG TESTS [run-vm args]: one VM run into raw-NAME.txt.
 # Never fatal: the report says what is missing.
@@ -97,6 +100,8 @@ for r in $runs; do
 	mttcg) vm mttcg off multi threads ;;
 	nvme) nvme_vm nvme on ;;
 	nvme-off) nvme_vm nvme-off off ;;
+	dpdk) vm dpdk off single dpdk ;;
+	dpdk-on) vm dpdk-on on single dpdk ;;
 	*) die "unknown run $r" ;;
 	esac
 done

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# awk -f report.awk raw-host.txt raw-off.txt raw-on.txt raw-mttcg.txt raw-nvme.txt
+# awk -f report.awk raw-host.txt raw-off.txt raw-on.txt raw-mttcg.txt raw-nvme.txt ...
 #
 # The results of make bench as plain text: tables, ratios measured side by
 # side in one VM run, and the project's targets.  Reads the "@ ..." lines
@@ -73,6 +73,16 @@ $2 == "nvme" {
 	if (!((run, f) in hasfig)) { hasfig[run, f] = 1; figorder[run, ++nfig[run]] = f }
 	k = run SUBSEP f SUBSEP $3
 	nios[k] += $7; nns[k] += $8; ncpu[k] += $9 + $10; nsys[k] += $10; nbusy[k] += $11
+	next
+}
+# @ dpdk MEMORY SIZE FRAMES NS CPU_NS (tests/bench/dpdk.sh, per round)
+$2 == "dpdk" {
+	k = run SUBSEP $3 SUBSEP $4
+	if (!((run, $4) in dsz)) { dsz[run, $4] = 1; dsizes[run, ++ndsz[run]] = $4 }
+	dframes[k] += $5; dns[k] += $6; dcpu[k] += $7
+	f = $6 ? $5 / ($6 / 1e9) : 0
+	if (!(k in dlo) || f < dlo[k]) dlo[k] = f
+	if (!(k in dhi) || f > dhi[k]) dhi[k] = f
 	next
 }
 # @ profile METHOD CALLER>...>FUNCTION CALLS US SELF_US (per cycle)
@@ -292,6 +302,44 @@ function nvme_table(r, title,    i, j, f, p, k, kk, d, line) {
 	print ""
 }
 
+function fps(k) { return k in dns && dns[k] ? dframes[k] / (dns[k] / 1e9) : "" }
+function range(k) { return k in dlo ? sprintf("[%.0f..%.0f]", dlo[k], dhi[k]) : "-" }
+function per_frame(k) { return k in dframes && dframes[k] ? dcpu[k] / dframes[k] : "" }
+
+# The DPDK figures: frames per second and CPU per frame on uio-heap memory
+# (heap) and DPDK's hugepages (native) in the IOMMU-off run, heap in the
+# IOMMU-on run beside them.
+function dpdk_table(    i, s, h, nat, on) {
+	if (!ndsz["dpdk"] && !ndsz["dpdk-on"]) return
+	print "15. DPDK: tools/dpdk/uio-dpdk, e1000 to e1000 on a QEMU hub, one queue, 3 rounds"
+	printf "  %-6s %-24s %10s %-17s %12s %8s %12s\n", "frame", "memory", "frames/s", "[rounds' range]",
+		"CPU ns/frame", "heap/nat", "CPU heap/nat"
+	for (i = 1; i <= ndsz["dpdk"] + 0; i++) {
+		s = dsizes["dpdk", i]
+		h = "dpdk" SUBSEP "heap" SUBSEP s; nat = "dpdk" SUBSEP "native" SUBSEP s
+		on = "dpdk-on" SUBSEP "heap" SUBSEP s
+		printf "  %-6s %-24s %10.0f %-17s %12.0f %8s %12s\n", s, "heap, IOMMU off", fps(h),
+			range(h), per_frame(h), ratio(fps(h), fps(nat)), ratio(per_frame(h), per_frame(nat))
+		printf "  %-6s %-24s %10.0f %-17s %12.0f\n", "", "native, IOMMU off", fps(nat), range(nat),
+			per_frame(nat)
+		if (on in dframes)
+			printf "  %-6s %-24s %10.0f %-17s %12.0f %8s %12s\n", "", "heap, IOMMU on (2nd VM)",
+				fps(on), range(on), per_frame(on), ratio(fps(on), fps(nat)),
+				ratio(per_frame(on), per_frame(nat))
+	}
+	print "  heap: rings and mbufs in /dev/dma_heap/uioN buffers (external malloc heaps);"
+	print "  native: DPDK's hugepages at physical addresses (stock DPDK on UIO, which an"
+	print "  IOMMU faults).  Both alternate in one VM; polled, so CPU per frame is ~1/rate."
+	print "  QEMU's e1000 model, not memory, sets the rate: see Documentation/benchmark.md."
+	for (i = 1; i <= ndsz["dpdk"] + 0; i++) {
+		s = dsizes["dpdk", i]
+		h = "dpdk" SUBSEP "heap" SUBSEP s; nat = "dpdk" SUBSEP "native" SUBSEP s
+		target("DPDK " s " B frames/s, heap/native >= 0.95", ratio(fps(h), fps(nat)),
+			verdict(fps(nat) != "" && fps(h) >= 0.95 * fps(nat)))
+	}
+	print ""
+}
+
 function bw_table(r, title,    ops, i, a, b) {
 	if (!((r, "uio-memset") in bw)) return
 	print title
@@ -421,9 +469,10 @@ END {
 	print ""
 	nvme_table("nvme", "14a. NVMe: the example driver against the kernel's nvme driver, one VM, IOMMU on")
 	nvme_table("nvme-off", "14b. NVMe: the example driver against the kernel's nvme driver, one VM, IOMMU off")
+	dpdk_table()
 	printf "make bench took %s s (VM runs:", info["host", "seconds"]
-	for (i = 1; i <= 5; i++) {
-		r = i == 1 ? "off" : i == 2 ? "on" : i == 3 ? "mttcg" : i == 4 ? "nvme" : "nvme-off"
+	for (i = 1; i <= 7; i++) {
+		r = i == 1 ? "off" : i == 2 ? "on" : i == 3 ? "mttcg" : i == 4 ? "nvme" : i == 5 ? "nvme-off" : i == 6 ? "dpdk" : "dpdk-on"
 		if ((r, "vm-seconds") in info) printf " %s %s s", r, info[r, "vm-seconds"]
 	}
 	print ")"

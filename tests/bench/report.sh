@@ -3,14 +3,14 @@
 #
 # usage: report.sh DIR
 #
-# Turns the "@ ..." lines of DIR/raw-{host,off,on,mttcg,nvme,nvme-off}.txt (written by
+# Turns the "@ ..." lines of DIR/raw-{host,off,on,mttcg,nvme,nvme-off,dpdk,dpdk-on}.txt (written by
 # tests/bench.sh) into DIR/results.txt (printed too) and DIR/cycle.png.
 set -euo pipefail
 
 dir=${1:?usage: report.sh DIR}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 raws=()
-for r in host off on mttcg nvme nvme-off; do
+for r in host off on mttcg nvme nvme-off dpdk dpdk-on; do
 	[ -f "$dir/raw-$r.txt" ] && raws+=("$dir/raw-$r.txt")
 done
 [ ${#raws[@]} -gt 0 ] || { echo "report.sh: no raw-*.txt in $dir" >&2; exit 1; }

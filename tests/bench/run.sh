@@ -17,8 +17,9 @@
 #   UIOHEAP_PROFILE    also profile 1 MiB cycles with ftrace (any value)
 set -eu
 cd "$(dirname "$0")"
-# The NVMe VM run measures drivers, not buffers.
+# The NVMe and DPDK VM runs measure drivers, not buffers.
 [ "${UIOHEAP_TESTS:-}" = nvme ] && exec ./nvme.sh
+[ "${UIOHEAP_TESTS:-}" = dpdk ] && exec ./dpdk.sh
 
 echo "# kernel $(uname -r), IOMMU ${UIOHEAP_IOMMU:-?}, tests: ${UIOHEAP_TESTS:-all}"
 echo "@ info iommu ${UIOHEAP_IOMMU:-?}"
