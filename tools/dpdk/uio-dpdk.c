@@ -19,7 +19,6 @@
  * Exit status: 0 every frame verified, 1 frames lost or corrupt, 2 usage,
  * 3 setup (no heap node, no NIC it can drive, too little heap memory).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -38,6 +37,7 @@
 #include <rte_mbuf.h>
 #include <rte_memory.h>
 
+#include "lib/pci.h"
 #include "lib/uioheap.h"
 
 #define NB_RXD		256
@@ -166,28 +166,6 @@ static void parse_args(int argc, char **argv)
 		usage();
 }
 
-/* The uioN of a PCI device bound to a UIO driver, from sysfs. */
-static int pci_uio_name(const char *bdf, char *name, size_t size)
-{
-	char path[128];
-	struct dirent *d;
-	DIR *dir;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", bdf);
-	dir = opendir(path);
-	if (!dir)
-		return -errno;
-	while ((d = readdir(dir))) {
-		if (!strncmp(d->d_name, "uio", 3)) {
-			ret = snprintf(name, size, "%s", d->d_name) < (int)size ? 0 : -ENAMETOOLONG;
-			break;
-		}
-	}
-	closedir(dir);
-	return ret;
-}
-
 /*
  * A buffer of the port's own heap, mapped at an address aligned to the
  * external heap's page size (DPDK requires it), added to DPDK as a malloc
@@ -252,23 +230,21 @@ static bool in_heap(const struct port *p, uint64_t addr)
 	return addr >= p->iova && addr - p->iova < p->len;
 }
 
-/* Queue 0's ring bases as the NIC holds them, read from BAR 0 through sysfs. */
+/* Queue 0's ring bases as the NIC holds them, read from BAR 0. */
 static void port_read_rings(const struct port *p, uint64_t *rx, uint64_t *tx)
 {
-	char path[128];
-	volatile uint32_t *r;
-	int fd;
+	volatile uint8_t *bar;
+	size_t len;
+	int ret;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource0", p->bdf);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	r = fd < 0 ? MAP_FAILED : mmap(NULL, 0x10000, PROT_READ, MAP_SHARED, fd, 0);
-	if (fd >= 0)
-		close(fd);
-	if (r == MAP_FAILED)
-		die("port %u: cannot map %s: %s", p->id, path, strerror(errno));
-	*rx = r[p->kind->rdbal / 4] | (uint64_t)r[p->kind->rdbal / 4 + 1] << 32;
-	*tx = r[p->kind->tdbal / 4] | (uint64_t)r[p->kind->tdbal / 4 + 1] << 32;
-	munmap((void *)r, 0x10000);
+	ret = uio_pci_map_bar(p->bdf, 0, p->kind->tdbal + 8, &bar, &len);
+	if (ret)
+		die("port %u: cannot map BAR 0 of %s: %s", p->id, p->bdf, strerror(-ret));
+	*rx = *(volatile uint32_t *)(bar + p->kind->rdbal) |
+	      (uint64_t)*(volatile uint32_t *)(bar + p->kind->rdbal + 4) << 32;
+	*tx = *(volatile uint32_t *)(bar + p->kind->tdbal) |
+	      (uint64_t)*(volatile uint32_t *)(bar + p->kind->tdbal + 4) << 32;
+	munmap((void *)bar, len);
 }
 
 /* Where the port's memory is; false if the NIC's rings are not in it. */
@@ -316,7 +292,7 @@ static void port_init(struct port *p, uint16_t id)
 	if (!p->kind)
 		die("port %u (%s): PMD %s does not place all its DMA memory on the queue's socket",
 		    id, p->bdf, info.driver_name);
-	if (pci_uio_name(p->bdf, p->uio, sizeof(p->uio)))
+	if (uio_of_pci(p->bdf, p->uio, sizeof(p->uio)))
 		die("port %u (%s): not bound to a UIO driver", id, p->bdf);
 
 	if (opt.native) {

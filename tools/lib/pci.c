@@ -3,6 +3,7 @@
  * The PCI side of a device bound to uio_pci_generic: sysfs attributes,
  * config space and BARs through the PCI core's files.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,6 +35,31 @@ int uio_pci_name(const char *uio_name, char *pci, size_t size)
 		return -ENAMETOOLONG;
 	memcpy(pci, base, strlen(base) + 1);
 	return 0;
+}
+
+int uio_of_pci(const char *pci, char *uio, size_t size)
+{
+	char path[160];
+	struct dirent *de;
+	DIR *dir;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", pci);
+	dir = opendir(path);
+	if (!dir) {
+		snprintf(path, sizeof(path), "/sys/bus/platform/devices/%s/uio", pci);
+		dir = opendir(path);
+	}
+	if (!dir)
+		return -errno;
+	while (ret && (de = readdir(dir))) {
+		if (!strncmp(de->d_name, "uio", 3) && strlen(de->d_name) < size) {
+			memcpy(uio, de->d_name, strlen(de->d_name) + 1);
+			ret = 0;
+		}
+	}
+	closedir(dir);
+	return ret;
 }
 
 int uio_pci_attr(const char *pci, const char *attr, unsigned int *val)

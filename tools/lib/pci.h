@@ -17,6 +17,12 @@
  */
 int uio_pci_name(const char *uio_name, char *pci, size_t size);
 
+/*
+ * The reverse: the UIO device (uioN) of PCI device @pci, or else of the
+ * platform device of that name, into @uio.  Returns 0 or -errno.
+ */
+int uio_of_pci(const char *pci, char *uio, size_t size);
+
 /* A hexadecimal attribute ("vendor", "class") of PCI device @pci. */
 int uio_pci_attr(const char *pci, const char *attr, unsigned int *val);
 

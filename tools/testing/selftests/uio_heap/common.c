@@ -361,32 +361,6 @@ int edu_pci(bool narrow, char *pci, size_t size)
 	return 0;
 }
 
-/* The UIO name of PCI (or else platform) device @pci, from sysfs. */
-int uio_of_pci(const char *pci, char *uio, size_t size)
-{
-	char path[160];
-	struct dirent *de;
-	DIR *dir;
-	int ret = -ENOENT;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/uio", pci);
-	dir = opendir(path);
-	if (!dir) {
-		snprintf(path, sizeof(path), "/sys/bus/platform/devices/%s/uio", pci);
-		dir = opendir(path);
-	}
-	if (!dir)
-		return -errno;
-	while (ret && (de = readdir(dir))) {
-		if (!strncmp(de->d_name, "uio", 3) && strlen(de->d_name) < size) {
-			memcpy(uio, de->d_name, strlen(de->d_name) + 1);
-			ret = 0;
-		}
-	}
-	closedir(dir);
-	return ret;
-}
-
 /* Waits up to @ms until device @pci has a UIO device; elapsed ms or -1. */
 long long wait_uio_of(const char *pci, char *uio, size_t size, int ms)
 {

@@ -130,7 +130,6 @@ void node_of(char *node, size_t size, const char *uio);
 int edu_narrow_bits(void);
 uint64_t edu_narrow_mask(void);
 int edu_pci(bool narrow, char *pci, size_t size);
-int uio_of_pci(const char *pci, char *uio, size_t size);
 long long wait_uio_of(const char *pci, char *uio, size_t size, int ms);
 long long wait_heap_of(const char *pci, char *uio, size_t size, int ms);
 
