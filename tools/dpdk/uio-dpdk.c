@@ -191,7 +191,7 @@ static int port_heap_add(struct port *p)
 	if (ret)
 		die("port %u: %s: no device address: %s", p->id, p->uio, strerror(-ret));
 
-	/* Reserve twice the room, map the buffer over its aligned middle. */
+	/* Reserve a page more than needed; the buffer goes on its aligned part. */
 	va = mmap(NULL, p->len + HEAP_PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		  -1, 0);
 	if (va == MAP_FAILED)
@@ -199,8 +199,7 @@ static int port_heap_add(struct port *p)
 	p->va = (char *)RTE_ALIGN_CEIL((uintptr_t)va, HEAP_PAGE);
 	if (p->va > va)
 		munmap(va, p->va - va);
-	if (p->va + p->len < va + p->len + HEAP_PAGE)
-		munmap(p->va + p->len, va + HEAP_PAGE - p->va);
+	munmap(p->va + p->len, va + HEAP_PAGE - p->va);
 	if (mmap(p->va, p->len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, p->buf_fd, 0) ==
 	    MAP_FAILED)
 		die("port %u: cannot map the %s buffer: %s", p->id, p->uio, strerror(errno));
