@@ -69,7 +69,7 @@ vm() {
 	log "VM $name: $kver, IOMMU $iommu, TCG $tcg, tests: ${tests//+/ }"
 	run_payload "$kver" "/boot/vmlinuz-$kver" "$ko" "$payload" "$iommu" \
 		"$bdir/vm-$name.log" --timeout 900 --mem 2G --tcg "$tcg" \
-		--append "uioheap.args=tests=$tests,budget=$budget$extra" "$@" \
+		--append "uioheap.args=tests=$tests,budget=$budget${vm_args:-}$extra" "$@" \
 		>"$bdir/raw-$name.txt" || rc=$?
 	echo "@ info vm-seconds $((SECONDS - t0))" >>"$bdir/raw-$name.txt"
 	[ $rc = 0 ] || log "VM $name failed (rc $rc), see $bdir/vm-$name.log"
@@ -79,14 +79,15 @@ vm() {
 # nvme_vm NAME IOMMU: the NVMe figures.  Two controllers with the same
 # kind of image (check.sh's: tools/nvme/pattern.h), one for uio-nvme, one
 # for the kernel's nvme driver, loaded at boot (guest-init.sh takes the
-# first one back for uio_pci_generic).
+# first one back for uio_pci_generic).  A new seed each run, which the
+# guest's readers verify the data against (nvme_seed: UIOHEAP_NVME_SEED).
 nvme_vm() {
-	local img=$bdir/nvme-$1
-	if ! "$bdir/user/uio-nvme-pattern" "$img-uio.img" 64 1 ||
-	   ! "$bdir/user/uio-nvme-pattern" "$img-kernel.img" 64 1; then
+	local img=$bdir/nvme-$1 seed=$((RANDOM << 15 | RANDOM))
+	if ! "$bdir/user/uio-nvme-pattern" "$img-uio.img" 64 "$seed" ||
+	   ! "$bdir/user/uio-nvme-pattern" "$img-kernel.img" 64 "$seed"; then
 		die "cannot write the NVMe images"
 	fi
-	UIOHEAP_KMODS="--kmod nvme" vm "$@" single nvme \
+	vm_args=",nvme_seed=$seed" UIOHEAP_KMODS="--kmod nvme" vm "$@" single nvme \
 		--nvme "$img-uio.img" --nvme2 "$img-kernel.img"
 	rm -f "$img-uio.img" "$img-kernel.img"
 }

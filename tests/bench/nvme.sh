@@ -5,16 +5,21 @@
 # tests=nvme).  Two identical QEMU NVMe controllers (tests/vm/run-vm.sh
 # --nvme2): UIOHEAP_NVME is bound to uio_pci_generic and driven by the
 # example driver, uio-nvme (polled, buffers from uio-heap);
-# UIOHEAP_NVME_KERNEL is the kernel's nvme driver's, read with O_DIRECT
-# by nvme-odirect (Linux AIO, interrupts).  Each figure runs on both,
-# one after the other, in three rounds (a noisy host then hits all of
-# them alike), and prints per round
+# UIOHEAP_NVME_KERNEL is the kernel's nvme driver's, given a poll queue
+# here (poll_queues=1, the controller probed again), and read with
+# O_DIRECT by nvme-odirect through Linux AIO and through io_uring.  Each
+# figure runs through each reader, one after the other, in three rounds
+# (a noisy host then hits all of them alike), and prints per round
 #
 #   @ nvme DRIVER PATTERN SIZE QD IOS NS USER_NS SYS_NS BUSY_NS
 #
 # DRIVER is uio, uio-cached (data buffers from uioN-cached, synced per
-# read) or kernel; the report adds up the rounds.  UIOHEAP_BUDGET:
-# seconds per figure, driver and round.
+# read), kernel-aio (Linux AIO, interrupts), kernel-uring-irq (io_uring,
+# registered buffers and file, interrupts) or kernel-uring (the same,
+# polled: IORING_SETUP_IOPOLL on the poll queue); the report adds up the
+# rounds.  The kernel readers verify what they read against the image
+# (UIOHEAP_NVME_SEED, tools/nvme/pattern.h).  UIOHEAP_BUDGET: seconds per
+# figure, driver and round.
 set -eu
 cd "$(dirname "$0")"
 
@@ -29,6 +34,21 @@ echo "@ info cmdline $(cat /proc/cmdline)"
 insmod /lib/modules/extra/uio_heap.ko
 uio=${UIOHEAP_NVME_UIO:-}
 [ -n "$uio" ] || { echo "@ error no UIO device for NVMe ${UIOHEAP_NVME:-?}"; exit 1; }
+seed=${UIOHEAP_NVME_SEED:-}
+[ -n "$seed" ] || { echo "@ error no UIOHEAP_NVME_SEED: cannot verify the reads"; exit 1; }
+
+# Poll queues are allocated when the controller is probed, and the nvme
+# module was loaded at boot with none (insmod, unlike modprobe, does not
+# read nvme.poll_queues= from the kernel command line): set the
+# parameter and probe the kernel's controller again.
+kbdf=${UIOHEAP_NVME_KERNEL:-}
+[ -n "$kbdf" ] && [ -e "/sys/bus/pci/drivers/nvme/$kbdf" ] ||
+	{ echo "@ error NVMe ${kbdf:-?} is not the kernel nvme driver's"; exit 1; }
+{ echo "$kbdf" >/sys/bus/pci/drivers/nvme/unbind &&
+  echo 1 >/sys/module/nvme/parameters/poll_queues &&
+  echo "$kbdf" >/sys/bus/pci/drivers/nvme/bind; } ||
+	{ echo "@ error NVMe $kbdf: cannot probe it again with a poll queue"; exit 1; }
+echo "@ info nvme-poll-queues $(cat /sys/module/nvme/parameters/poll_queues)"
 
 # The kernel's controller has the only NVMe namespace with a block device
 # (nvmeXcYnZ are multipath's hidden per-path disks, without a node).
@@ -44,6 +64,7 @@ for _ in $(seq 100); do
 done
 [ -n "$dev" ] || { echo "@ error no block device of the kernel's nvme driver"; exit 1; }
 echo "@ info nvme-kernel $dev $(sed 's/ *$//' "/sys/block/${dev#/dev/}/device/serial" 2>/dev/null || true)"
+echo "@ info nvme-io-poll $(cat "/sys/block/${dev#/dev/}/queue/io_poll")"
 ./uio-nvme "$uio" identify | sed 's/^/# /'
 # measure CMD...: one run of a reader, its line turned into "@ nvme".
 rc=0
@@ -63,13 +84,31 @@ measure() {
 figure() {
 	measure ./uio-nvme "$uio" bench "$@"
 	measure ./uio-nvme -c "$uio" bench "$@"
-	measure ./nvme-odirect "$dev" "$@"
+	measure ./nvme-odirect -c "$seed" -n kernel-aio "$dev" "$@"
+	measure ./nvme-odirect -c "$seed" -n kernel-uring-irq -e uring -f -F "$dev" "$@"
+	measure ./nvme-odirect -c "$seed" -n kernel-uring -e uring -f -F -p "$dev" "$@"
 }
+
+# Requests blk-mq queued per hardware context of the kernel's disk, and
+# the context's type: the polled reads must have gone to the poll queue.
+hctx_queued() {
+	for h in /sys/kernel/debug/block/nvme*/hctx*; do
+		[ -e "$h/queued" ] || continue
+		echo "${h#/sys/kernel/debug/block/} $(cat "$h/type") $(cat "$h/queued")"
+	done
+}
+hctx_queued | sed 's/^/# before: /'
+
 for _ in 1 2 3; do
 	figure rand 4096 1
 	figure rand 4096 32
 	figure seq 131072 1
 done
+
+hctx_queued | sed 's/^/# after: /'
+polled=$(hctx_queued | awk '$2 == "poll" { n += $3 } END { print n + 0 }')
+echo "@ info nvme-polled-requests $polled"
+[ "$polled" -gt 0 ] || { rc=1; echo "@ error nvme: no request went to a poll queue"; }
 
 bad=$(dmesg | grep -E 'WARNING|BUG|Oops|general protection|Call Trace' | head -n 20 || true)
 if [ -n "$bad" ]; then
