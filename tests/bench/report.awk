@@ -75,6 +75,8 @@ $2 == "nvme" {
 	nios[k] += $7; nns[k] += $8; ncpu[k] += $9 + $10; nsys[k] += $10; nbusy[k] += $11
 	next
 }
+# @ nvme-irq DRIVER PATTERN SIZE QD IRQS READS: the kernel's nvme interrupts
+$2 == "nvme-irq" { k = run SUBSEP $4 SUBSEP $5 SUBSEP $6 SUBSEP $3; nirq[k] += $7; nirqios[k] += $8; next }
 # @ dpdk MEMORY SIZE FRAMES NS CPU_NS (tests/bench/dpdk.sh, per round)
 $2 == "dpdk" {
 	k = run SUBSEP $3 SUBSEP $4
@@ -276,18 +278,18 @@ function nvme_table(r, title,    i, j, f, p, k, kk, d, line, nd, dr, bi, bc, bb,
 	# "kernel": nvme-odirect's Linux AIO before it had a name per engine.
 	nd = split("uio uio-cached kernel kernel-aio kernel-uring-irq kernel-uring", dr, " ")
 	print title
-	printf "  %-14s %-18s %8s %8s %13s %13s %11s\n", "reads", "driver", "IOPS", "MB/s",
-		"CPU us/IO", "(of it sys)", "VM CPU us/IO"
+	printf "  %-14s %-18s %8s %8s %13s %13s %11s %7s\n", "reads", "driver", "IOPS", "MB/s",
+		"CPU us/IO", "(of it sys)", "VM CPU us/IO", "irq/IO"
 	for (i = 1; i <= nfig[r]; i++) {
 		f = figorder[r, i]; split(f, p, SUBSEP)
 		bi = bc = bb = ""
 		for (j = 1; j <= nd; j++) {
 			k = r SUBSEP f SUBSEP dr[j]
 			if (!(k in nios)) continue
-			printf "  %-14s %-18s %8.0f %8.1f %13s %13s %11s\n",
+			printf "  %-14s %-18s %8.0f %8.1f %13s %13s %11s %7s\n",
 				(j == 1 ? p[1] " " hsize(p[2]) " QD" p[3] : ""), dr[j], iops(k),
 				iops(k) * p[2] / 1e6, us(per_io(ncpu[k], k)), us(per_io(nsys[k], k)),
-				us(per_io(nbusy[k], k))
+				us(per_io(nbusy[k], k)), nirqios[k] ? sprintf("%.2f", nirq[k] / nirqios[k]) : ""
 			if (dr[j] !~ /^kernel/) continue
 			if (bi == "" || iops(k) > bi) bi = iops(k)
 			if (bc == "" || per_io(ncpu[k], k) < bc) bc = per_io(ncpu[k], k)
@@ -319,11 +321,12 @@ function nvme_table(r, title,    i, j, f, p, k, kk, d, line, nd, dr, bi, bc, bb,
 	print "  the kernel's nvme driver with one poll queue: kernel-aio Linux AIO"
 	print "  (interrupts), kernel-uring-irq io_uring with registered buffers and file"
 	print "  (interrupts), kernel-uring the same with IORING_SETUP_IOPOLL (polled);"
-	print "  each verifies its data against the image.  CPU us/IO: the process's"
+	print "  each checks its data against the image.  CPU us/IO: the process's"
 	print "  user + system time (getrusage); VM CPU: all vCPUs' non-idle time"
 	print "  (/proc/stat, interrupts included).  uio/X: IOPS ratio (> 1: the example"
 	print "  is faster) and CPU-per-I/O ratios (< 1: it is cheaper); best kernel: the"
-	print "  highest IOPS and the lowest CPU per I/O of any kernel reader.  TCG"
+	print "  highest IOPS and the lowest CPU per I/O of any kernel reader.  irq/IO:"
+	print "  the kernel's nvme interrupts per read (/proc/interrupts).  TCG"
 	print "  distorts all of it: see Documentation/benchmark.md, NVMe."
 	print "  Target (issue 32 item 4): IOPS >= 1.0 x, CPU and VM CPU per I/O <= 1.0 x"
 	print "  the best kernel path's (IOPS/CPU/VM CPU):"
