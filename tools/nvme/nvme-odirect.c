@@ -15,7 +15,9 @@
  *             io_uring_setup(), io_uring_enter() and io_uring_register()
  *             called directly on the rings, without liburing: one
  *             io_uring_enter() per loop submits what is ready and waits
- *             for at least one completion (fio's iodepth_batch_complete_min=1).
+ *             for at least one completion (fio's iodepth_batch_complete_min=1);
+ *             the ring set up with fio's flags (CQSIZE, COOP_TASKRUN,
+ *             SINGLE_ISSUER, DEFER_TASKRUN).
  *   -f        io_uring: registered buffers (IORING_REGISTER_BUFFERS,
  *             IORING_OP_READ_FIXED; fio's fixedbufs).
  *   -F        io_uring: registered file (IORING_REGISTER_FILES,
@@ -275,9 +277,32 @@ static int uring_init(struct reader *r)
 	unsigned int i;
 	void *sq, *cq;
 
+	/*
+	 * As fio's io_uring engine sets up its ring: a CQ no larger than the
+	 * depth, no IPI for completions (COOP_TASKRUN), and their task work
+	 * run when the one submitting thread reaps (SINGLE_ISSUER,
+	 * DEFER_TASKRUN), each dropped if the kernel refuses it.
+	 */
 	memset(&p, 0, sizeof(p));
-	p.flags = r->poll ? IORING_SETUP_IOPOLL : 0;
-	r->ring = sys_io_uring_setup(r->qd, &p);
+	p.flags = (r->poll ? IORING_SETUP_IOPOLL : 0) | IORING_SETUP_CQSIZE |
+		  IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+		  IORING_SETUP_DEFER_TASKRUN;
+	p.cq_entries = r->qd;
+	for (;;) {
+		r->ring = sys_io_uring_setup(r->qd, &p);
+		if (r->ring >= 0 || errno != EINVAL)
+			break;
+		if (p.flags & IORING_SETUP_DEFER_TASKRUN)
+			p.flags &= ~(IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SINGLE_ISSUER);
+		else if (p.flags & IORING_SETUP_COOP_TASKRUN)
+			p.flags &= ~IORING_SETUP_COOP_TASKRUN;
+		else if (p.flags & IORING_SETUP_CQSIZE)
+			p.flags &= ~IORING_SETUP_CQSIZE;
+		else
+			break;
+		fprintf(stderr, "nvme-odirect: io_uring_setup: EINVAL, trying flags 0x%x\n",
+			p.flags);
+	}
 	if (r->ring < 0) {
 		fprintf(stderr, "nvme-odirect: io_uring_setup(%u%s): %s\n", r->qd,
 			r->poll ? ", IOPOLL" : "", strerror(errno));
