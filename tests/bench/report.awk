@@ -73,6 +73,9 @@ $2 == "nvme" {
 	if (!((run, f) in hasfig)) { hasfig[run, f] = 1; figorder[run, ++nfig[run]] = f }
 	k = run SUBSEP f SUBSEP $3
 	nios[k] += $7; nns[k] += $8; ncpu[k] += $9 + $10; nsys[k] += $10; nbusy[k] += $11
+	f = $8 ? $7 / ($8 / 1e9) : 0
+	if (!(k in nlo) || f < nlo[k]) nlo[k] = f
+	if (!(k in nhi) || f > nhi[k]) nhi[k] = f
 	next
 }
 # @ nvme-irq DRIVER PATTERN SIZE QD IRQS READS: the kernel's nvme interrupts
@@ -278,18 +281,19 @@ function nvme_table(r, title,    i, j, f, p, k, kk, d, line, nd, dr, bi, bc, bb,
 	# "kernel": nvme-odirect's Linux AIO before it had a name per engine.
 	nd = split("uio uio-cached kernel kernel-aio kernel-uring-irq kernel-uring", dr, " ")
 	print title
-	printf "  %-14s %-18s %8s %8s %13s %13s %11s %7s\n", "reads", "driver", "IOPS", "MB/s",
-		"CPU us/IO", "(of it sys)", "VM CPU us/IO", "irq/IO"
+	printf "  %-14s %-18s %8s %8s %13s %13s %11s %7s %7s\n", "reads", "driver", "IOPS", "MB/s",
+		"CPU us/IO", "(of it sys)", "VM CPU us/IO", "irq/IO", "hi/lo"
 	for (i = 1; i <= nfig[r]; i++) {
 		f = figorder[r, i]; split(f, p, SUBSEP)
 		bi = bc = bb = ""
 		for (j = 1; j <= nd; j++) {
 			k = r SUBSEP f SUBSEP dr[j]
 			if (!(k in nios)) continue
-			printf "  %-14s %-18s %8.0f %8.1f %13s %13s %11s %7s\n",
+			printf "  %-14s %-18s %8.0f %8.1f %13s %13s %11s %7s %7s\n",
 				(j == 1 ? p[1] " " hsize(p[2]) " QD" p[3] : ""), dr[j], iops(k),
 				iops(k) * p[2] / 1e6, us(per_io(ncpu[k], k)), us(per_io(nsys[k], k)),
-				us(per_io(nbusy[k], k)), nirqios[k] ? sprintf("%.2f", nirq[k] / nirqios[k]) : ""
+				us(per_io(nbusy[k], k)), nirqios[k] ? sprintf("%.2f", nirq[k] / nirqios[k]) : "-",
+				ratio(nhi[k], nlo[k])
 			if (dr[j] !~ /^kernel/) continue
 			if (bi == "" || iops(k) > bi) bi = iops(k)
 			if (bc == "" || per_io(ncpu[k], k) < bc) bc = per_io(ncpu[k], k)
@@ -326,8 +330,9 @@ function nvme_table(r, title,    i, j, f, p, k, kk, d, line, nd, dr, bi, bc, bb,
 	print "  (/proc/stat, interrupts included).  uio/X: IOPS ratio (> 1: the example"
 	print "  is faster) and CPU-per-I/O ratios (< 1: it is cheaper); best kernel: the"
 	print "  highest IOPS and the lowest CPU per I/O of any kernel reader.  irq/IO:"
-	print "  the kernel's nvme interrupts per read (/proc/interrupts).  TCG"
-	print "  distorts all of it: see Documentation/benchmark.md, NVMe."
+	print "  the kernel's nvme interrupts per read (/proc/interrupts); hi/lo: the"
+	print "  best round's IOPS over the worst's.  TCG distorts all of it: see"
+	print "  Documentation/benchmark.md, NVMe."
 	print "  Target (issue 32 item 4): IOPS >= 1.0 x, CPU and VM CPU per I/O <= 1.0 x"
 	print "  the best kernel path's (IOPS/CPU/VM CPU):"
 	for (i = 1; i <= nfig[r]; i++) {
