@@ -24,9 +24,11 @@
  *             IOSQE_FIXED_FILE; fio's registerfiles).
  *   -p        io_uring: polled completions (IORING_SETUP_IOPOLL; fio's
  *             hipri).  Needs poll queues (nvme poll_queues=N): without
- *             them the block layer quietly completes polled reads by
- *             interrupt, so the device's queue/io_poll is checked first
- *             and its absence is an error, not a fallback.
+ *             them the block layer fails polled reads (EOPNOTSUPP, a
+ *             failed read here) or, in other kernel versions, completes
+ *             them by interrupt without a word, so the device's
+ *             queue/io_poll is checked first and a 0 there is an error,
+ *             not a fallback.
  *   -c SEED   verify the data against the test image (pattern.h): before
  *             the timed run, the same reads through the same engine for a
  *             quarter of a second (at most SECONDS), each one checked;
