@@ -34,35 +34,49 @@ echo "@ info cmdline $(cat /proc/cmdline)"
 insmod /lib/modules/extra/uio_heap.ko
 uio=${UIOHEAP_NVME_UIO:-}
 [ -n "$uio" ] || { echo "@ error no UIO device for NVMe ${UIOHEAP_NVME:-?}"; exit 1; }
+rc=0
 seed=${UIOHEAP_NVME_SEED:-}
 [ -n "$seed" ] || { echo "@ error no UIOHEAP_NVME_SEED: cannot verify the reads"; exit 1; }
 
+# The kernel's controller has the only NVMe namespace with a block device
+# (nvmeXcYnZ are multipath's hidden per-path disks, without a node).
+find_dev() {
+	dev=
+	for _ in $(seq 100); do
+		for b in /sys/block/nvme*n*; do
+			case ${b##*/} in *c*) continue ;; esac
+			[ -e "$b" ] && dev=/dev/${b##*/}
+		done
+		[ -n "$dev" ] && [ -b "$dev" ] && return 0
+		dev=
+		usleep 100000
+	done
+	echo "@ error no block device of the kernel's nvme driver"
+	exit 1
+}
+
 # Poll queues are allocated when the controller is probed, and the nvme
 # module was loaded at boot with none (insmod, unlike modprobe, does not
-# read nvme.poll_queues= from the kernel command line): set the
-# parameter and probe the kernel's controller again.
+# read nvme.poll_queues= from the kernel command line).  Without them a
+# polled reader must refuse to run, not measure interrupts: checked
+# first.  Then the parameter is set and the kernel's controller probed
+# again.
 kbdf=${UIOHEAP_NVME_KERNEL:-}
-[ -n "$kbdf" ] && [ -e "/sys/bus/pci/drivers/nvme/$kbdf" ] ||
-	{ echo "@ error NVMe ${kbdf:-?} is not the kernel nvme driver's"; exit 1; }
+if [ -z "$kbdf" ] || [ ! -e "/sys/bus/pci/drivers/nvme/$kbdf" ]; then
+	echo "@ error NVMe ${kbdf:-?} is not the kernel nvme driver's"
+	exit 1
+fi
+find_dev
+if out=$(./nvme-odirect -e uring -f -F -p "$dev" rand 4096 1 0.1 2>&1); then
+	rc=1; echo "@ error nvme: IOPOLL ran on $dev without poll queues"
+fi
+echo "$out" | sed 's/^/# without poll queues: /'
 { echo "$kbdf" >/sys/bus/pci/drivers/nvme/unbind &&
   echo 1 >/sys/module/nvme/parameters/poll_queues &&
   echo "$kbdf" >/sys/bus/pci/drivers/nvme/bind; } ||
 	{ echo "@ error NVMe $kbdf: cannot probe it again with a poll queue"; exit 1; }
 echo "@ info nvme-poll-queues $(cat /sys/module/nvme/parameters/poll_queues)"
-
-# The kernel's controller has the only NVMe namespace with a block device
-# (nvmeXcYnZ are multipath's hidden per-path disks, without a node).
-dev=
-for _ in $(seq 100); do
-	for b in /sys/block/nvme*n*; do
-		case ${b##*/} in *c*) continue ;; esac
-		[ -e "$b" ] && dev=/dev/${b##*/}
-	done
-	[ -n "$dev" ] && [ -b "$dev" ] && break
-	dev=
-	usleep 100000
-done
-[ -n "$dev" ] || { echo "@ error no block device of the kernel's nvme driver"; exit 1; }
+find_dev
 echo "@ info nvme-kernel $dev $(sed 's/ *$//' "/sys/block/${dev#/dev/}/device/serial" 2>/dev/null || true)"
 echo "@ info nvme-io-poll $(cat "/sys/block/${dev#/dev/}/queue/io_poll")"
 ./uio-nvme "$uio" identify | sed 's/^/# /'
@@ -76,7 +90,6 @@ nvme_irqs() {
 # measure CMD...: one run of a reader, its line turned into "@ nvme",
 # and for nvme-odirect the kernel's interrupts over all its reads (the
 # verified ones too) into "@ nvme-irq DRIVER PATTERN SIZE QD IRQS READS".
-rc=0
 measure() {
 	irq0=$(nvme_irqs)
 	out=$("$@" "$secs" 2>&1) || { rc=1; echo "@ error nvme: $* failed"; }

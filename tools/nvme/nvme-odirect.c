@@ -266,7 +266,7 @@ static int can_poll(int fd, const char *path)
 	if (f)
 		fclose(f);
 	if (v != '1')
-		fprintf(stderr, "nvme-odirect: %s: no poll queues (%s is not 1): IOPOLL would complete by interrupts (load nvme with poll_queues=N)\n",
+		fprintf(stderr, "nvme-odirect: %s: no poll queues (%s is not 1): polled reads would fail or complete by interrupt (load nvme with poll_queues=N)\n",
 			path, name);
 	return v == '1';
 }
