@@ -60,11 +60,13 @@ ksrc_dir() {
 
 # debug_kernel ROOT: the patched debug kernel's cache directory
 # (tests/kernel/build.sh), built in ROOT by one run while any other waits
-# for it.  Builds for other inputs are dropped: the cache holds one kernel.
+# for it.  Builds for other inputs are dropped, all but the one used last
+# before this one: two trees (a branch, a clean clone) may share the cache.
 debug_kernel() {
 	local dir d
 	dir=$(flock "$cache/.lock-kernel" "$top/tests/kernel/build.sh" "$1") || return
-	for d in "$cache"/kernel-[0-9]*; do
+	touch "$dir"
+	for d in $(ls -dt "$cache"/kernel-[0-9]* | tail -n +3); do
 		[ "$d" = "$dir" ] || [ -L "$d" ] || flock "$cache/.lock-kernel" rm -rf "$d"
 	done
 	echo "$dir"

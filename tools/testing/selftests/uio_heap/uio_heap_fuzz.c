@@ -667,7 +667,8 @@ TEST_F_TIMEOUT(fuzz, ioctl_and_mmap, 900)
 	ASSERT_NE(-1, ret) TH_LOG("UIOHEAP_PATCHED is not set");
 	sh->patched = ret;
 	sh->max_calls = SHORT_LONG(20000, 100000);
-	sh->ms = SHORT_LONG(120000, 600000);
+	/* Only a hang meets the deadline: a starved TCG host halves the pace. */
+	sh->ms = SHORT_LONG(400000, 900000);
 	memcpy(sh->node, self->node, sizeof(sh->node));
 	edu_heaps_narrow(_metadata, &self->h);
 	memcpy(sh->mask, self->mask, sizeof(sh->mask));
