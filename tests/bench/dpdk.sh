@@ -35,11 +35,15 @@ for _ in 1 2 3; do
 			# shellcheck disable=SC2086
 			out=$(./uio-dpdk $eal -- --memory $m --size $size --seconds "$secs" 2>&1) ||
 				{ rc=1; echo "@ error dpdk: --memory $m --size $size failed"; }
+			# "first frame after S s, then N frames in T s: R frames/s, C ns ..."
 			echo "$out" | awk -v m=$m -v size=$size '
-				/^uio-dpdk: [0-9.]+ s, / { ns = $2 * 1e9; cpu = $6 }
+				/^uio-dpdk: first frame after / { n = $8; ns = $11 * 1e9; cpu = $15 * $8 }
 				/ memory=/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
 				/^uio-dpdk: / { print "# " $0 }
-				END { printf "@ dpdk %s %s %d %.0f %.0f\n", m, size, f["verified"], ns, cpu * f["verified"] }'
+				END {
+					if (f["verified"] != f["sent"] || !n) print "@ error dpdk: " m " " size " frames lost"
+					else printf "@ dpdk %s %s %d %.0f %.0f\n", m, size, n, ns, cpu
+				}'
 		done
 	done
 done
