@@ -333,7 +333,7 @@ dpdk() {
 	b=${nics##* }
 	./uio-dpdk $eal -- --seconds 60 >/tmp/dpdk.out 2>&1 &
 	r=$!
-	for _ in $(seq 100); do grep -q '^uio-dpdk: port 1 ' /tmp/dpdk.out && break; usleep 100000; done
+	for _ in $(seq 600); do grep -q '^uio-dpdk: port 1 ' /tmp/dpdk.out && break; usleep 100000; done
 	sleep 1
 	echo $b >/sys/bus/pci/drivers/uio_pci_generic/unbind
 	wait $r
@@ -368,9 +368,7 @@ if [ -z "$suites" ]; then
 		[ -x "$t" ] && suites="$suites $t"
 	done
 	suites="$suites demo tool"
-	# DPDK needs hugepages (the debug kernel, a tinyconfig, has none).
-	[ -n "${UIOHEAP_NICS:-}" ] && [ -x ./uio-dpdk ] && [ -d /sys/kernel/mm/hugepages ] &&
-		suites="$suites dpdk"
+	[ -n "${UIOHEAP_NICS:-}" ] && [ -x ./uio-dpdk ] && suites="$suites dpdk"
 	suites="$suites uio_heap_lifetime"
 	[ -f $kunit_ko ] && suites="$suites kunit"
 fi
