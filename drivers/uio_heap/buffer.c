@@ -20,6 +20,7 @@
  */
 #include <linux/dma-buf.h>
 #include <linux/dma-mapping.h>
+#include <linux/file.h>
 #include <linux/iommu.h>
 #include <linux/iosys-map.h>
 #include <linux/log2.h>
@@ -51,6 +52,9 @@ struct uio_heap_attachment {
 };
 
 static const struct dma_buf_ops uio_heap_buf_ops;
+
+/* The file operations of every dma-buf, learnt at the first export. */
+static const struct file_operations *uio_heap_dma_buf_fops;
 
 bool uio_heap_is_buffer(const struct dma_buf *dmabuf)
 {
@@ -424,16 +428,19 @@ static void uio_heap_buffer_release(struct dma_buf *dmabuf)
 
 int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr)
 {
-	int ret = 0;
+	int ret;
 
-	mutex_lock(&buf->lock);
-	if (buf->revoked)
-		ret = -ENODEV;
-	else
-		ret = uio_heap_addr_permitted(buf->heap->dma_dev);
+	/*
+	 * No lock: the address is set before the buffer is exported and never
+	 * changes, and the flag goes up before the device loses the buffer.
+	 * A query racing with the revocation may still get the address, as
+	 * it may when it comes just before; one that comes after cannot.
+	 */
+	if (READ_ONCE(buf->revoked))
+		return -ENODEV;
+	ret = uio_heap_addr_permitted(buf->heap->dma_dev);
 	if (!ret)
 		*addr = buf->dma_addr;
-	mutex_unlock(&buf->lock);
 	return ret;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_buffer_dma_addr);
@@ -679,6 +686,8 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 		goto dma_unmap;
 	}
 	buf->dmabuf = dmabuf;
+	if (!READ_ONCE(uio_heap_dma_buf_fops))
+		WRITE_ONCE(uio_heap_dma_buf_fops, dmabuf->file->f_op);
 	/*
 	 * The last close evicts the inode before ->release() runs: keep it,
 	 * so that a revocation racing with that close finds a live mapping.
@@ -714,33 +723,42 @@ unlock:
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_buffer_alloc);
 
 /**
- * uio_heap_buffer_get() - look up a dma-buf fd that must belong to @heap
+ * uio_heap_buffer_fd_addr() - the DMA address of a buffer of @heap, by fd
  * @heap:	the heap the caller asked
- * @fd:		the fd
+ * @fd:		a dma-buf fd of the caller
+ * @addr:	out: the address
  *
- * Return: the buffer, with a reference on its dma-buf the caller drops
- * with dma_buf_put(); -EBADF for a closed fd, -EINVAL for anything that is
- * not a buffer of @heap.
+ * The file is borrowed (fdget()), not referenced: the caller's fd table
+ * keeps it open while the call runs, unless another thread shares that
+ * table, and then fdget() takes a reference.  A dma-buf is known by its
+ * file operations, which every dma-buf file shares: those of the first
+ * buffer uio-heap exported.
+ *
+ * Return: 0, -EBADF for a closed fd, -EINVAL for anything that is not a
+ * buffer of @heap, or an error of uio_heap_buffer_dma_addr().
  */
-struct uio_heap_buffer *uio_heap_buffer_get(struct uio_heap *heap, int fd)
+int uio_heap_buffer_fd_addr(struct uio_heap *heap, int fd, u64 *addr)
 {
+	const struct file_operations *fops = READ_ONCE(uio_heap_dma_buf_fops);
+	struct fd f = fdget(fd);
+	struct file *file = fd_file(f);
 	struct uio_heap_buffer *buf;
 	struct dma_buf *dmabuf;
+	int ret = -EINVAL;
 
-	dmabuf = dma_buf_get(fd);
-	if (IS_ERR(dmabuf))
-		return ERR_CAST(dmabuf);
-
+	if (!file)
+		return -EBADF;
+	if (!fops || file->f_op != fops)
+		goto put;
+	dmabuf = file->private_data;
 	if (!uio_heap_is_buffer(dmabuf))
-		goto not_ours;
+		goto put;
 	buf = dmabuf->priv;
-	if (buf->heap != heap)
-		goto not_ours;
-	return buf;
-
-not_ours:
-	dma_buf_put(dmabuf);
-	return ERR_PTR(-EINVAL);
+	if (buf->heap == heap)
+		ret = uio_heap_buffer_dma_addr(buf, addr);
+put:
+	fdput(f);
+	return ret;
 }
 
 /**
@@ -772,7 +790,7 @@ void uio_heap_revoke_buffers(struct uio_heap *heap)
 	/* Releases need heap->sem: the list cannot change under us. */
 	list_for_each_entry(buf, &heap->buffers, node) {
 		mutex_lock(&buf->lock);
-		buf->revoked = true;
+		WRITE_ONCE(buf->revoked, true);
 		mutex_unlock(&buf->lock);
 		buf->orphan = !stopped;
 

@@ -69,6 +69,15 @@ static inline void uio_heap_pinned_move_notify(struct dma_buf_attachment *attach
 #endif
 
 /*
+ * v6.12: struct fd became one word, read through fd_file() ("introduce
+ * fd_file(), convert all accessors to it", "struct fd: representation
+ * change"); before, its file was a member.
+ */
+#ifndef HAVE_FD_FILE
+#define fd_file(f)	((f).file)
+#endif
+
+/*
  * struct dma_buf_ops::get_dma_addr exists only in kernels carrying
  * uio-heap's dma-buf core patches (drivers/dma-buf/patches/):
  * HAVE_DMA_BUF_OPS_GET_DMA_ADDR is set by the probe when it does.

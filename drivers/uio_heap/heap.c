@@ -169,29 +169,23 @@ free_kdata:
 	return ret;
 }
 
+/* Reads the two fields in and writes the address out: nothing else. */
 static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
-					void __user *uarg)
+					struct uio_heap_dma_addr __user *uarg)
 {
-	struct uio_heap_dma_addr arg;
-	struct uio_heap_buffer *buf;
+	u32 fd, flags;
 	u64 addr;
 	int ret;
 
-	if (copy_from_user(&arg, uarg, sizeof(arg)))
+	if (get_user(fd, &uarg->fd) || get_user(flags, &uarg->flags))
 		return -EFAULT;
-	if (arg.flags & ~UIO_HEAP_VALID_ADDR_FLAGS)
+	if (flags & ~UIO_HEAP_VALID_ADDR_FLAGS)
 		return -EINVAL;
 
-	buf = uio_heap_buffer_get(heap, arg.fd);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf);
-	ret = uio_heap_buffer_dma_addr(buf, &addr);
-	dma_buf_put(buf->dmabuf);
+	ret = uio_heap_buffer_fd_addr(heap, fd, &addr);
 	if (ret)
 		return ret;
-
-	arg.dma_addr = addr;
-	if (copy_to_user(uarg, &arg, sizeof(arg)))
+	if (put_user(addr, &uarg->dma_addr))
 		return -EFAULT;
 	return 0;
 }

@@ -128,8 +128,9 @@ struct uio_heap_import {
  * @map_count:		attachments currently mapped by their importer
  * @vmap_count:		outstanding kernel mappings (vmap)
  * @revoked:		unmapped for the device because it went; set with
- *			@heap->sem held for writing and @lock held.  The pages
- *			stay until the last user lets go.
+ *			@heap->sem held for writing and @lock held; the address
+ *			query reads it under neither.  The pages stay until the
+ *			last user lets go.
  * @orphan:		revoked, but nothing stopped the device: the pages stay
  *			after the last user, until uio_heap_release_orphans()
  */
@@ -172,7 +173,7 @@ void uio_heap_remove_all(void);
 /* buffer.c */
 struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 				      u32 fd_flags);
-struct uio_heap_buffer *uio_heap_buffer_get(struct uio_heap *heap, int fd);
+int uio_heap_buffer_fd_addr(struct uio_heap *heap, int fd, u64 *addr);
 int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr);
 void uio_heap_revoke_buffers(struct uio_heap *heap);
 bool uio_heap_is_buffer(const struct dma_buf *dmabuf);
