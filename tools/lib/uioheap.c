@@ -38,27 +38,42 @@ int uioheap_alloc(int heap_fd, size_t len, unsigned int fd_flags)
 	return data.fd;
 }
 
+/*
+ * Set once DMA_BUF_IOCTL_GET_DMA_ADDR got ENOTTY on a buffer the heap then
+ * answered for: the dma-buf core of the running kernel has no such ioctl,
+ * and a process outlives no kernel, so it is not asked again.
+ */
+static int dma_buf_ioctl_absent;
+
 int uioheap_dma_addr(int heap_fd, int buf_fd, uint64_t *addr,
 		     enum uioheap_addr_source *source)
 {
 	struct uio_heap_dma_addr arg = { .fd = buf_fd };
+	int notty = 0;
 	__u64 val;
 
 	/*
-	 * ENOTTY: the kernel's dma-buf core has no such ioctl; EINVAL: the
-	 * exporter gives no address that way.  Either way, ask the heap.
+	 * ENOTTY: the kernel's dma-buf core has no such ioctl (or @buf_fd is
+	 * no dma-buf: the heap tells); EINVAL: the exporter gives no address
+	 * that way.  Either way, ask the heap.
 	 */
-	if (ioctl(buf_fd, DMA_BUF_IOCTL_GET_DMA_ADDR, &val) == 0) {
-		*addr = val;
-		if (source)
-			*source = UIOHEAP_ADDR_DMA_BUF;
-		return 0;
+	if (!__atomic_load_n(&dma_buf_ioctl_absent, __ATOMIC_RELAXED)) {
+		if (ioctl(buf_fd, DMA_BUF_IOCTL_GET_DMA_ADDR, &val) == 0) {
+			*addr = val;
+			if (source)
+				*source = UIOHEAP_ADDR_DMA_BUF;
+			return 0;
+		}
+		if (errno != ENOTTY && errno != EINVAL)
+			return -errno;
+		notty = errno == ENOTTY;
 	}
-	if (errno != ENOTTY && errno != EINVAL)
-		return -errno;
 
 	if (ioctl(heap_fd, UIO_HEAP_IOCTL_GET_DMA_ADDR, &arg) < 0)
 		return -errno;
+	/* @buf_fd is a dma-buf: the ENOTTY was the core's. */
+	if (notty)
+		__atomic_store_n(&dma_buf_ioctl_absent, 1, __ATOMIC_RELAXED);
 	*addr = arg.dma_addr;
 	if (source)
 		*source = UIOHEAP_ADDR_HEAP;

@@ -34,8 +34,9 @@ int uioheap_alloc(int heap_fd, size_t len, unsigned int fd_flags);
 
 /*
  * The buffer's DMA address for the heap's device.  Tries the dma-buf's own
- * ioctl first and falls back to the heap node's; @source (may be NULL)
- * tells which one answered.
+ * ioctl first and falls back to the heap node's (only the heap's, once the
+ * kernel has shown it lacks the first); @source (may be NULL) tells which
+ * one answered.
  */
 int uioheap_dma_addr(int heap_fd, int buf_fd, uint64_t *addr,
 		     enum uioheap_addr_source *source);
