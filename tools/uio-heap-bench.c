@@ -834,9 +834,13 @@ static void *worker_fn(void *arg)
 	return NULL;
 }
 
-/* @nt threads doing @len cycles (or alloc + close) on @heap for a while. */
-static void run_threads(const char *name, int heap, const char *load,
-			size_t len, bool full, unsigned int nt)
+/*
+ * @nt threads doing @len cycles (or alloc + close) for a while: the first
+ * on @heap, the second on @heap2 (the same heap, or another one).
+ */
+static void run_threads(const char *name, int heap, int heap2,
+			const char *load, size_t len, bool full,
+			unsigned int nt)
 {
 	struct worker w[2];
 	atomic_bool stop = false;
@@ -846,7 +850,8 @@ static void run_threads(const char *name, int heap, const char *load,
 
 	for (i = 0; i < nt; i++)
 		w[i] = (struct worker) {
-			.heap = heap, .len = len, .full = full, .stop = &stop,
+			.heap = i ? heap2 : heap, .len = len, .full = full,
+			.stop = &stop,
 		};
 	t0 = now_ns();
 	for (i = 0; i < nt; i++)
@@ -867,28 +872,32 @@ static void run_threads(const char *name, int heap, const char *load,
 }
 
 /*
- * Allocations per second from 1 and 2 threads on the same heap fd: 4 KiB
- * alloc + close, and whole 64 KiB cycles (without the address).  Runs of
- * each configuration alternate, twice.
+ * Allocations per second from 1 and 2 threads: both on the same heap fd
+ * (uio, system), or the second on the other uio heap (uio2: uioN and the
+ * -c heap, by default uioN-cached, whose 1-thread figure is uioN's
+ * again).  4 KiB alloc + close, and whole 64 KiB cycles (without the
+ * address).  Runs of each configuration alternate, twice.
  */
 static void test_threads(void)
 {
-	const struct { const char *name; int heap; } heaps[] = {
-		{ "uio", uio_heap }, { "system", system_heap },
+	const struct { const char *name; int heap, heap2; } heaps[] = {
+		{ "uio", uio_heap, uio_heap }, { "uio2", uio_heap, cmp_heap },
+		{ "system", system_heap, system_heap },
 	};
 	const struct { const char *name; size_t len; bool full; } loads[] = {
 		{ "alloc4k", 4 * KiB, false }, { "cycle64k", 64 * KiB, true },
 	};
 	unsigned int h, l, nt, rep;
 
-	printf("# threads: operations per second from 1 and 2 threads, same heap fd\n");
+	printf("# threads: operations per second from 1 and 2 threads, same heap fd or two heaps\n");
 	for (rep = 0; rep < 2; rep++)
 		for (l = 0; l < ARRAY_SIZE(loads); l++)
 			for (h = 0; h < ARRAY_SIZE(heaps); h++)
 				for (nt = 1; nt <= 2; nt++)
-					if (heaps[h].heap >= 0)
+					if (heaps[h].heap >= 0 && heaps[h].heap2 >= 0)
 						run_threads(heaps[h].name,
 							    heaps[h].heap,
+							    heaps[h].heap2,
 							    loads[l].name,
 							    loads[l].len,
 							    loads[l].full, nt);

@@ -224,17 +224,26 @@ function threads_table(r, title,    i, j, hs, ls, k1, k2, r1, r2) {
 	if (!(r in thr)) return
 	print title
 	printf "  %-8s %-10s %12s %12s %8s\n", "heap", "workload", "1 thread/s", "2 threads/s", "2/1"
-	split("uio system", hs, " "); split("alloc4k cycle64k", ls, " ")
+	split("uio uio2 system", hs, " "); split("alloc4k cycle64k", ls, " ")
 	for (j = 1; j <= 2; j++)
-		for (i = 1; i <= 2; i++) {
+		for (i = 1; i <= 3; i++) {
 			k1 = r SUBSEP hs[i] SUBSEP ls[j] SUBSEP 1
 			k2 = r SUBSEP hs[i] SUBSEP ls[j] SUBSEP 2
 			if (!(k1 in tops) || !(k2 in tops)) continue
 			r1 = tops[k1] * 1e9 / tns[k1]; r2 = tops[k2] * 1e9 / tns[k2]
 			printf "  %-8s %-10s %12.0f %12.0f %8.2f\n", hs[i], ls[j], r1, r2, r2 / r1
 		}
-	print "  alloc4k: 4 KiB alloc + close; cycle64k: alloc, mmap, touch, munmap, close"
+	print "  alloc4k: 4 KiB alloc + close; cycle64k: alloc, mmap, touch, munmap, close;"
+	print "  uio, system: both threads on one heap fd; uio2: the second thread on the"
+	print "  other uio heap (uioN-cached unless told otherwise), two heaps"
 	print ""
+}
+
+# 2/1 of heap @h, workload @l in run @r, or "" if not measured.
+function thr_ratio(r, h, l,    k1, k2) {
+	k1 = r SUBSEP h SUBSEP l SUBSEP 1; k2 = r SUBSEP h SUBSEP l SUBSEP 2
+	if (!(k1 in tops) || !(k2 in tops) || !tops[k1] || !tns[k2]) return ""
+	return (tops[k2] / tns[k2]) / (tops[k1] / tns[k1])
 }
 
 # The traced call tree of one method's 1 MiB cycle, callers first.
@@ -495,6 +504,25 @@ END {
 		if (o1 > 0) {
 			target("  uio-heap's own part (ioctl - dma-buf), random fd", sprintf("%s/%s/%s us", us(o1), us(qv(r, "ioctl", 1000) - qv(r, "bufioctl", 1000)), us(o3)), "")
 			target("  flat 1->10000 (own part, <= 1.25 x)", sprintf("%.2f x", o3 / o1), verdict(o3 / o1 <= 1.25))
+		}
+	}
+	for (i = 1; i <= 2; i++) {
+		r = i == 1 ? "off" : "on"
+		if (!npass[r, 1]) continue
+		a1 = qv(r, "ioctl", 1) / qv(r, "null-ioctl", 1)
+		a2 = qv(r, "ioctl", 1000) / qv(r, "null-ioctl", 1000)
+		a3 = qv(r, "ioctl", 10000) / qv(r, "null-ioctl", 10000)
+		worst = a1 > a2 ? a1 : a2; worst = worst > a3 ? worst : a3
+		target("address ioctl <= 1.5 x null (1/1000/10000), IOMMU " r, sprintf("%.2f/%.2f/%.2f x", a1, a2, a3), verdict(worst <= 1.5))
+	}
+	if ("mttcg" in thr) {
+		split("uio uio2 system", hs, " ")
+		for (i = 1; i <= 3; i++) {
+			a1 = thr_ratio("mttcg", hs[i], "alloc4k"); a2 = thr_ratio("mttcg", hs[i], "cycle64k")
+			if (a1 == "" || a2 == "") continue
+			worst = a1 < a2 ? a1 : a2
+			target(sprintf("2 threads >= 1.8 x 1 (alloc4k/cycle64k), %s, MTTCG", hs[i] == "uio" ? "one heap" : hs[i] == "uio2" ? "two heaps" : "system heap, for scale"),
+				sprintf("%.2f/%.2f x", a1, a2), hs[i] == "system" ? "" : verdict(worst >= 1.8))
 		}
 	}
 	for (i = 1; i <= 2; i++) {
