@@ -438,10 +438,13 @@ int uio_heap_buffer_dma_addr(struct uio_heap_buffer *buf, u64 *addr)
 	 */
 	if (READ_ONCE(buf->revoked))
 		return -ENODEV;
-	ret = uio_heap_addr_permitted(buf->heap->dma_dev);
-	if (!ret)
-		*addr = buf->dma_addr;
-	return ret;
+	if (!buf->iova) {
+		ret = uio_heap_addr_permitted(buf->heap->dma_dev);
+		if (ret)
+			return ret;
+	}
+	*addr = buf->dma_addr;
+	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_buffer_dma_addr);
 
@@ -664,7 +667,8 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 		ret = -ENOMEM;
 		goto uncharge;
 	}
-	if (uio_heap_translated(heap->dma_dev))
+	buf->iova = uio_heap_translated(heap->dma_dev);
+	if (buf->iova)
 		ret = uio_heap_alloc_scattered(buf, gfp);
 	else
 		ret = uio_heap_alloc_contiguous(buf, gfp);

@@ -111,6 +111,8 @@ struct uio_heap_import {
 /**
  * struct uio_heap_buffer - pages mapped for the heap's device, exported as a dma-buf
  * @heap:		heap it came from; a reference to @heap->dev is held
+ * @dma_addr:		address of the buffer for @heap->dma_dev (one range)
+ * @iova:		@dma_addr is an IOVA: a translating IOMMU mapped it
  * @node:		entry in @heap->buffers, under @heap->lock
  * @dmabuf:		the exported dma-buf
  * @inode:		its file's inode, referenced until release: the last close
@@ -120,7 +122,6 @@ struct uio_heap_import {
  * @low_zone:		bytes charged to the low-zone budget (0 or @size)
  * @pages:		the buffer's order-0 pages, one reference each
  * @sgt:		@pages, mapped for @heap->dma_dev until released or revoked
- * @dma_addr:		address of the buffer for @heap->dma_dev (one range)
  * @vaddr:		kernel mapping while @vmap_count
  * @lock:		protects @attachments, @map_count, @vmap_count, @vaddr,
  *			@revoked
@@ -135,7 +136,12 @@ struct uio_heap_import {
  *			after the last user, until uio_heap_release_orphans()
  */
 struct uio_heap_buffer {
+	/* What the address query reads, in one cache line. */
 	struct uio_heap *heap;
+	dma_addr_t dma_addr;
+	bool revoked;
+	bool iova;
+
 	struct list_head node;
 	struct dma_buf *dmabuf;
 	struct inode *inode;
@@ -143,14 +149,12 @@ struct uio_heap_buffer {
 	size_t low_zone;
 	struct page **pages;
 	struct sg_table sgt;
-	dma_addr_t dma_addr;
 	void *vaddr;
 
 	struct mutex lock;		/* attachments, counts, flags */
 	struct list_head attachments;
 	unsigned int map_count;
 	unsigned int vmap_count;
-	bool revoked;
 	bool orphan;
 };
 
