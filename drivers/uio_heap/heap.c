@@ -169,7 +169,10 @@ free_kdata:
 	return ret;
 }
 
-/* Reads the two fields in and writes the address out: nothing else. */
+/*
+ * Reads the two fields in one user access and writes the address out:
+ * nothing else crosses.
+ */
 static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
 					struct uio_heap_dma_addr __user *uarg)
 {
@@ -177,8 +180,11 @@ static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
 	u64 addr;
 	int ret;
 
-	if (get_user(fd, &uarg->fd) || get_user(flags, &uarg->flags))
+	if (!user_read_access_begin(uarg, sizeof(*uarg)))
 		return -EFAULT;
+	unsafe_get_user(fd, &uarg->fd, efault);
+	unsafe_get_user(flags, &uarg->flags, efault);
+	user_read_access_end();
 	if (flags & ~UIO_HEAP_VALID_ADDR_FLAGS)
 		return -EINVAL;
 
@@ -188,6 +194,10 @@ static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
 	if (put_user(addr, &uarg->dma_addr))
 		return -EFAULT;
 	return 0;
+
+efault:
+	user_read_access_end();
+	return -EFAULT;
 }
 
 static long uio_heap_ioctl_import(struct uio_heap_file *hf, void __user *uarg)

@@ -514,6 +514,11 @@ END {
 		a3 = qv(r, "ioctl", 10000) / qv(r, "null-ioctl", 10000)
 		worst = a1 > a2 ? a1 : a2; worst = worst > a3 ? worst : a3
 		target("address ioctl <= 1.5 x null (1/1000/10000), IOMMU " r, sprintf("%.2f/%.2f/%.2f x", a1, a2, a3), verdict(worst <= 1.5))
+		# The stock core refusing its own ioctl on the same random fds:
+		# what finding the file costs with no uio-heap code at all.
+		target("  floor: the dma-buf core's refusal / null", sprintf("%.2f/%.2f/%.2f x",
+			qv(r, "bufioctl", 1) / qv(r, "null-ioctl", 1), qv(r, "bufioctl", 1000) / qv(r, "null-ioctl", 1000),
+			qv(r, "bufioctl", 10000) / qv(r, "null-ioctl", 10000)), "")
 	}
 	if ("mttcg" in thr) {
 		split("uio uio2 system", hs, " ")
