@@ -400,6 +400,7 @@ static void uio_heap_buffer_release(struct dma_buf *dmabuf)
 {
 	struct uio_heap_buffer *buf = dmabuf->priv;
 	struct uio_heap *heap = buf->heap;
+	bool last;
 
 	down_read(&heap->sem);
 	if (!buf->revoked) {
@@ -408,15 +409,13 @@ static void uio_heap_buffer_release(struct dma_buf *dmabuf)
 	} else {
 		atomic_long_sub(buf->size, &uio_heap_revoked_bytes);
 	}
-	spin_lock(&heap->lock);
-	list_del(&buf->node);
-	spin_unlock(&heap->lock);
-	uio_heap_uncharge(heap, buf->size, false);
+	last = uio_heap_uncharge(heap, buf->size, &buf->node);
 	up_read(&heap->sem);
 
 	sg_free_table(&buf->sgt);
 	iput(buf->inode);
-	put_device(&heap->dev);
+	if (last)
+		put_device(&heap->dev);
 	if (buf->orphan) {
 		uio_heap_orphan_buffer(buf);
 		return;
@@ -628,6 +627,7 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 			  __GFP_RETRY_MAYFAIL | __GFP_NOWARN;
 	struct uio_heap_buffer *buf;
 	struct dma_buf *dmabuf;
+	bool last = false;
 	long charged;
 	int ret;
 
@@ -640,24 +640,25 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 		ret = -ENODEV;
 		goto unlock;
 	}
-	ret = uio_heap_charge(heap, len, false);
-	if (ret)
-		goto unlock;
-
 	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
 	if (!buf) {
 		ret = -ENOMEM;
-		goto unaccount;
+		goto unlock;
 	}
 	buf->heap = heap;
 	buf->size = len;
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->attachments);
 
+	/* On the heap's list from here on, as no walker runs while we hold heap->sem. */
+	ret = uio_heap_charge(heap, len, &buf->node);
+	if (ret)
+		goto free_buf;
+
 	charged = uio_heap_low_zone_charge(heap->dma_dev, len);
 	if (charged < 0) {
 		ret = charged;
-		goto free_buf;
+		goto unaccount;
 	}
 	buf->low_zone = charged;
 
@@ -699,10 +700,6 @@ struct dma_buf *uio_heap_buffer_alloc(struct uio_heap *heap, size_t len,
 	buf->inode = file_inode(dmabuf->file);
 	ihold(buf->inode);
 
-	get_device(&heap->dev);
-	spin_lock(&heap->lock);
-	list_add_tail(&buf->node, &heap->buffers);
-	spin_unlock(&heap->lock);
 	up_read(&heap->sem);
 	return dmabuf;
 
@@ -712,16 +709,18 @@ dma_unmap:
 	sg_free_table(&buf->sgt);
 free_pages:
 	uio_heap_free_pages(buf);
-	goto free_buf;
+	goto unaccount;
 uncharge:
 	uio_heap_low_zone_uncharge(buf->low_zone);
+unaccount:
+	last = uio_heap_uncharge(heap, len, &buf->node);
 free_buf:
 	mutex_destroy(&buf->lock);
 	kfree(buf);
-unaccount:
-	uio_heap_uncharge(heap, len, false);
 unlock:
 	up_read(&heap->sem);
+	if (last)
+		put_device(&heap->dev);
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_IF_KUNIT(uio_heap_buffer_alloc);

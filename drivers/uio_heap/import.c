@@ -89,7 +89,7 @@ static void uio_heap_import_drop(struct uio_heap_import *imp, bool orphan)
 	spin_lock(&heap->lock);
 	list_del(&imp->node);
 	spin_unlock(&heap->lock);
-	uio_heap_uncharge(heap, imp->size, true);
+	uio_heap_uncharge(heap, imp->size, NULL);
 }
 
 /*
@@ -226,7 +226,7 @@ int uio_heap_import(struct uio_heap_file *hf, struct uio_heap_import_data *arg)
 		ret = -ENODEV;
 		goto unlock;
 	}
-	ret = uio_heap_charge(heap, imp->size, true);
+	ret = uio_heap_charge(heap, imp->size, NULL);
 	if (ret)
 		goto unlock;
 	ret = uio_heap_import_map(imp);
@@ -266,7 +266,7 @@ unmap:
 	uio_heap_import_unmap_sync(imp);
 	uio_heap_import_release(imp);
 unaccount:
-	uio_heap_uncharge(heap, imp->size, true);
+	uio_heap_uncharge(heap, imp->size, NULL);
 unlock:
 	up_read(&heap->sem);
 free_imp:

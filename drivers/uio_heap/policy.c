@@ -257,14 +257,20 @@ int uio_heap_addr_permitted(struct device *dev)
 /**
  * uio_heap_charge() - reserve bytes of the heap's max_bytes
  * @heap:	the heap
- * @len:	bytes of a buffer, or of an imported buffer if @import
- * @import:	count an import rather than a buffer
+ * @len:	bytes of a buffer, or of an imported buffer if @buffer is NULL
+ * @buffer:	the new buffer's entry, put on @heap->buffers in the same
+ *		critical section; NULL to count an import
  *
- * Buffers and imports share the limit.
+ * Buffers and imports share the limit.  The first buffer also takes a
+ * reference to @heap->dev for all of them, which the last one's
+ * uio_heap_uncharge() gives back: one lock, and no shared count bumped
+ * per buffer.
  *
+ * Context: a buffer only with @heap->sem held (walkers of the list hold
+ * it for writing, and may meet a buffer still being set up otherwise).
  * Return: 0, or -ENOSPC beyond max_bytes.
  */
-int uio_heap_charge(struct uio_heap *heap, size_t len, bool import)
+int uio_heap_charge(struct uio_heap *heap, size_t len, struct list_head *buffer)
 {
 	int ret = 0;
 
@@ -273,29 +279,44 @@ int uio_heap_charge(struct uio_heap *heap, size_t len, bool import)
 	    (len > heap->max_bytes ||
 	     heap->allocated_bytes + heap->imported_bytes > heap->max_bytes - len)) {
 		ret = -ENOSPC;
-	} else if (import) {
+	} else if (!buffer) {
 		heap->imported_bytes += len;
 		heap->nr_imports++;
 	} else {
 		heap->allocated_bytes += len;
-		heap->nr_buffers++;
+		if (!heap->nr_buffers++)
+			get_device(&heap->dev);
+		list_add_tail(buffer, &heap->buffers);
 	}
 	spin_unlock(&heap->lock);
 	return ret;
 }
 
-/* Gives back what uio_heap_charge() reserved. */
-void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import)
+/**
+ * uio_heap_uncharge() - give back what uio_heap_charge() reserved
+ * @heap:	the heap
+ * @len:	the bytes charged
+ * @buffer:	the buffer's entry, taken off @heap->buffers; NULL for an import
+ *
+ * Return: true if that was the heap's last buffer: the caller drops the
+ * reference to @heap->dev with put_device() once it is done with @heap.
+ */
+bool uio_heap_uncharge(struct uio_heap *heap, size_t len,
+		       struct list_head *buffer)
 {
+	bool last = false;
+
 	spin_lock(&heap->lock);
-	if (import) {
+	if (!buffer) {
 		heap->imported_bytes -= len;
 		heap->nr_imports--;
 	} else {
 		heap->allocated_bytes -= len;
-		heap->nr_buffers--;
+		last = !--heap->nr_buffers;
+		list_del(buffer);
 	}
 	spin_unlock(&heap->lock);
+	return last;
 }
 
 static unsigned long long uio_heap_default_max;

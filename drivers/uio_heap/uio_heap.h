@@ -113,7 +113,8 @@ struct uio_heap_import {
  * @heap:		heap it came from; a reference to @heap->dev is held
  * @dma_addr:		address of the buffer for @heap->dma_dev (one range)
  * @iova:		@dma_addr is an IOVA: a translating IOMMU mapped it
- * @node:		entry in @heap->buffers, under @heap->lock
+ * @node:		entry in @heap->buffers, under @heap->lock, from the charge
+ *			on; a reference to @heap->dev is held while there is one
  * @dmabuf:		the exported dma-buf
  * @inode:		its file's inode, referenced until release: the last close
  *			drops the dentry's reference before ->release() runs,
@@ -212,8 +213,9 @@ bool uio_heap_dma_coherent(struct device *dev);
 const char *uio_heap_coherent_mode(struct device *dev);
 pgprot_t uio_heap_coherent_pgprot(struct device *dev, pgprot_t prot);
 int uio_heap_addr_permitted(struct device *dev);
-int uio_heap_charge(struct uio_heap *heap, size_t len, bool import);
-void uio_heap_uncharge(struct uio_heap *heap, size_t len, bool import);
+int uio_heap_charge(struct uio_heap *heap, size_t len, struct list_head *buffer);
+bool uio_heap_uncharge(struct uio_heap *heap, size_t len,
+		       struct list_head *buffer);
 u64 uio_heap_default_max_bytes(void);
 void uio_heap_low_zone_init(void);
 long uio_heap_low_zone_charge(struct device *dev, size_t len);
