@@ -835,40 +835,99 @@ static void *worker_fn(void *arg)
 }
 
 /*
- * @nt threads doing @len cycles (or alloc + close) for a while: the first
- * on @heap, the second on @heap2 (the same heap, or another one).
+ * A worker in a process of its own: what it did goes to the parent
+ * through @pipe_fd, as "ops err".
  */
-static void run_threads(const char *name, int heap, int heap2,
+static void worker_process(struct worker *w, atomic_bool *stop, int pipe_fd)
+{
+	char msg[64];
+	int n;
+
+	w->stop = stop;
+	worker_fn(w);
+	n = snprintf(msg, sizeof(msg), "%lu %d\n", w->ops, w->err);
+	if (write(pipe_fd, msg, n) != n)
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * @nt threads (or, if @procs, processes) doing @len cycles (or alloc +
+ * close) for a while: the first on @heap, the second on @heap2 (the same
+ * heap, or another one).  Processes share no fd table and no mm with
+ * each other: what threads of one process share there is the kernel's
+ * (fd allocation, mmap_lock, TLB shootdowns), not any heap's.
+ */
+static void run_workers(const char *name, int heap, int heap2,
 			const char *load, size_t len, bool full,
-			unsigned int nt)
+			unsigned int nt, bool procs)
 {
 	struct worker w[2];
-	atomic_bool stop = false;
+	atomic_bool *stop;
 	unsigned long total = 0;
+	int pfd[2], status;
+	pid_t pid[2];
 	uint64_t t0, el;
 	unsigned int i;
+	FILE *f;
 
+	/* Shared with the children, whose own copy would never change. */
+	stop = mmap(NULL, sizeof(*stop), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (stop == MAP_FAILED)
+		die("mmap", errno);
+	atomic_store(stop, false);
+	if (procs && pipe(pfd))
+		die("pipe", errno);
 	for (i = 0; i < nt; i++)
 		w[i] = (struct worker) {
 			.heap = i ? heap2 : heap, .len = len, .full = full,
-			.stop = &stop,
+			.stop = stop,
 		};
 	t0 = now_ns();
-	for (i = 0; i < nt; i++)
-		if (pthread_create(&w[i].thread, NULL, worker_fn, &w[i]))
-			die("pthread_create", EAGAIN);
-	usleep((useconds_t)(budget_s / 4 * 1e6));
-	atomic_store(&stop, true);
 	for (i = 0; i < nt; i++) {
-		pthread_join(w[i].thread, NULL);
+		if (!procs) {
+			if (pthread_create(&w[i].thread, NULL, worker_fn, &w[i]))
+				die("pthread_create", EAGAIN);
+			continue;
+		}
+		fflush(stdout);
+		pid[i] = fork();
+		if (pid[i] < 0)
+			die("fork", errno);
+		if (!pid[i]) {
+			close(pfd[0]);
+			worker_process(&w[i], stop, pfd[1]);
+		}
+	}
+	usleep((useconds_t)(budget_s / 4 * 1e6));
+	atomic_store(stop, true);
+	if (procs) {
+		close(pfd[1]);
+		f = fdopen(pfd[0], "r");
+		if (!f)
+			die("fdopen", errno);
+		for (i = 0; i < nt; i++) {
+			if (fscanf(f, "%lu %d", &w[i].ops, &w[i].err) != 2)
+				die("allocating process", EIO);
+			waitpid(pid[i], &status, 0);
+		}
+		fclose(f);
+	}
+	for (i = 0; i < nt; i++) {
+		if (!procs)
+			pthread_join(w[i].thread, NULL);
 		total += w[i].ops;
 		if (w[i].err)
-			die("allocating thread", w[i].err);
+			die("allocating worker", w[i].err);
 	}
 	el = now_ns() - t0;
-	printf("@ threads %s %s %u %lu %" PRIu64 "\n", name, load, nt, total, el);
-	printf("#   %-6s %-8s %u thread%s: %8.0f /s\n", name, load, nt,
-	       nt > 1 ? "s" : " ", total * 1e9 / el);
+	munmap(stop, sizeof(*stop));
+	printf("@ threads %s%s %s %u %lu %" PRIu64 "\n", name,
+	       procs ? "-procs" : "", load, nt, total, el);
+	printf("#   %-6s %-8s %u %s%s: %8.0f /s\n", name, load, nt,
+	       procs ? "process" : "thread", nt > 1 ? (procs ? "es" : "s") : "",
+	       total * 1e9 / el);
 }
 
 /*
@@ -876,7 +935,9 @@ static void run_threads(const char *name, int heap, int heap2,
  * (uio, system), or the second on the other uio heap (uio2: uioN and the
  * -c heap, by default uioN-cached, whose 1-thread figure is uioN's
  * again).  4 KiB alloc + close, and whole 64 KiB cycles (without the
- * address).  Runs of each configuration alternate, twice.
+ * address).  Then the same with processes instead of threads ("-procs"),
+ * which share nothing in the kernel but the heaps.  Runs of each
+ * configuration alternate, twice.
  */
 static void test_threads(void)
 {
@@ -887,20 +948,23 @@ static void test_threads(void)
 	const struct { const char *name; size_t len; bool full; } loads[] = {
 		{ "alloc4k", 4 * KiB, false }, { "cycle64k", 64 * KiB, true },
 	};
-	unsigned int h, l, nt, rep;
+	unsigned int h, l, nt, rep, p;
 
-	printf("# threads: operations per second from 1 and 2 threads, same heap fd or two heaps\n");
-	for (rep = 0; rep < 2; rep++)
-		for (l = 0; l < ARRAY_SIZE(loads); l++)
-			for (h = 0; h < ARRAY_SIZE(heaps); h++)
-				for (nt = 1; nt <= 2; nt++)
-					if (heaps[h].heap >= 0 && heaps[h].heap2 >= 0)
-						run_threads(heaps[h].name,
-							    heaps[h].heap,
-							    heaps[h].heap2,
-							    loads[l].name,
-							    loads[l].len,
-							    loads[l].full, nt);
+	printf("# threads: operations per second from 1 and 2 threads (or processes), same heap fd or two heaps\n");
+	for (p = 0; p < 2; p++)
+		for (rep = 0; rep < 2; rep++)
+			for (l = 0; l < ARRAY_SIZE(loads); l++)
+				for (h = 0; h < ARRAY_SIZE(heaps); h++)
+					for (nt = 1; nt <= 2; nt++)
+						if (heaps[h].heap >= 0 &&
+						    heaps[h].heap2 >= 0)
+							run_workers(heaps[h].name,
+								    heaps[h].heap,
+								    heaps[h].heap2,
+								    loads[l].name,
+								    loads[l].len,
+								    loads[l].full,
+								    nt, p);
 }
 
 static uint64_t read_sum(const uint64_t *p, size_t len)
