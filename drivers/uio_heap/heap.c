@@ -170,8 +170,9 @@ free_kdata:
 }
 
 /*
- * Reads the two fields in one user access and writes the address out:
- * nothing else crosses.
+ * Reads the argument in one user access, all of it so that a pointer
+ * that is only partly valid gets EFAULT before any other error, and
+ * writes the address out: nothing else crosses.
  */
 static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
 					struct uio_heap_dma_addr __user *uarg)
@@ -184,6 +185,7 @@ static long uio_heap_ioctl_get_dma_addr(struct uio_heap *heap,
 		return -EFAULT;
 	unsafe_get_user(fd, &uarg->fd, efault);
 	unsafe_get_user(flags, &uarg->flags, efault);
+	unsafe_get_user(addr, &uarg->dma_addr, efault);
 	user_read_access_end();
 	if (flags & ~UIO_HEAP_VALID_ADDR_FLAGS)
 		return -EINVAL;
