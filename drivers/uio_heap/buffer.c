@@ -293,8 +293,23 @@ unlock:
 	return ret;
 }
 
+/*
+ * Maps nothing: ->fault() does, under heap->sem, which cannot be taken in
+ * here (RCU).  Having it tells the core that ->fault() may run under the
+ * VMA lock alone (vmf_can_call_fault(), v6.7); without it every fault
+ * would be given up and started again under mmap_lock.  ->fault() needs
+ * neither: the page table lock serialises racing faults, and heap->sem
+ * the revocation.
+ */
+static vm_fault_t uio_heap_vm_map_pages(struct vm_fault *vmf,
+					pgoff_t start_pgoff, pgoff_t end_pgoff)
+{
+	return 0;
+}
+
 static const struct vm_operations_struct uio_heap_vm_ops = {
 	.fault = uio_heap_vm_fault,
+	.map_pages = uio_heap_vm_map_pages,
 };
 
 static int uio_heap_mmap(struct dma_buf *dmabuf, struct vm_area_struct *vma)
