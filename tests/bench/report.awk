@@ -223,7 +223,7 @@ function grow_table(r, title,    h, b, line, hs) {
 function threads_table(r, title,    i, j, hs, ls, k1, k2, r1, r2) {
 	if (!(r in thr)) return
 	print title
-	printf "  %-8s %-10s %12s %12s %8s\n", "heap", "workload", "1 thread/s", "2 threads/s", "2/1"
+	printf "  %-12s %-10s %12s %12s %8s\n", "heap", "workload", "1 thread/s", "2 threads/s", "2/1"
 	split("uio uio2 system uio-procs uio2-procs system-procs", hs, " "); split("alloc4k cycle64k", ls, " ")
 	for (j = 1; j <= 2; j++)
 		for (i = 1; i <= 6; i++) {
@@ -231,7 +231,7 @@ function threads_table(r, title,    i, j, hs, ls, k1, k2, r1, r2) {
 			k2 = r SUBSEP hs[i] SUBSEP ls[j] SUBSEP 2
 			if (!(k1 in tops) || !(k2 in tops)) continue
 			r1 = tops[k1] * 1e9 / tns[k1]; r2 = tops[k2] * 1e9 / tns[k2]
-			printf "  %-8s %-10s %12.0f %12.0f %8.2f\n", hs[i], ls[j], r1, r2, r2 / r1
+			printf "  %-12s %-10s %12.0f %12.0f %8.2f\n", hs[i], ls[j], r1, r2, r2 / r1
 		}
 	print "  alloc4k: 4 KiB alloc + close; cycle64k: alloc, mmap, touch, munmap, close;"
 	print "  uio, system: both threads on one heap fd; uio2: the second thread on the"
